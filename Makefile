@@ -1,0 +1,43 @@
+# doit: two commands. `make demo` (the embedded micro study) and `make test` (every test).
+# Both create .venv on first use; nothing needs to be installed by hand but Python 3.11.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export TORCH_EXTENSIONS_DIR := $(CURDIR)/$(VENV)/torch_extensions
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+DEMO_DIR ?= data/generated/micro
+
+.PHONY: demo test test-fast lint ladder clean check-cxx
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11" >&2; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first, pinned: here it installs from a local CPU wheel; a newer one pulls a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev,train,eval,slurm]"
+	touch $@
+
+check-cxx:
+	@command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || { \
+	  echo "error: no C++ compiler (c++/g++) found. DeepSpeed compiles its CPU ops at run time;" >&2; \
+	  echo "       install one (Debian/Ubuntu: apt-get install g++) and rerun." >&2; exit 1; }
+
+demo: $(VENV)/.installed check-cxx
+	$(PY) -m doit.data micro --out $(DEMO_DIR)
+	$(PY) -m doit.data validate $(DEMO_DIR)
+	$(PY) -m doit.data stats $(DEMO_DIR) --plot $(DEMO_DIR)/lengths.png
+
+test: $(VENV)/.installed check-cxx
+	$(PY) -m pytest -q --durations=15
+
+test-fast: $(VENV)/.installed check-cxx
+	$(PY) -m pytest -q -m "not slow" --durations=10
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check doit recipes tests bench analysis
+	$(PY) -m ruff format --check doit recipes tests bench analysis
+
+clean:
+	rm -rf $(VENV) .pytest_cache data/generated
