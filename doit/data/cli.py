@@ -1,0 +1,161 @@
+"""``python -m doit.data``: validate, stats, split, curate, subset, mix, micro.
+
+Exit codes: 0 success, 2 invalid data or arguments (every problem printed as
+``path:line: field: message``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from doit.data.schema import DataError
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def cmd_validate(a) -> int:
+    from doit.data.validate import ROLE_PLAY_NOTE, validate_path
+
+    report = validate_path(a.path, expect=a.expect)
+    for p in report.problems:
+        print(p, file=sys.stderr if p.level == "error" else sys.stdout)
+    verdict = "valid" if report.ok else "INVALID"
+    print(f"{a.path}: {verdict}: {report.n_files} files, {report.n_items} items, "
+          f"{len(report.errors)} errors, {len(report.warnings)} warnings")
+    if a.expect and report.ok:
+        from doit.data.manifest import write_manifest
+
+        if a.revision is None:
+            print("warning: no --revision given; the manifest records revision 'unknown'")
+        print(f"note: {ROLE_PLAY_NOTE}")
+        write_manifest(a.path, kind="download", seed=None, synthetic_data=False,
+                       args={"expect": a.expect}, revision=a.revision or "unknown",
+                       notes=[ROLE_PLAY_NOTE])
+    return 0 if report.ok else 2
+
+
+def cmd_stats(a) -> int:
+    from doit.data.stats import load_all, plot_lengths, stats_table
+
+    splits = load_all(Path(a.path))
+    tok = None
+    if a.tokenizer:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    table = stats_table(splits, tok)
+    print(table.to_string(index=False))
+    if a.plot:
+        print(f"wrote {plot_lengths(splits, Path(a.plot))}")
+    return 0
+
+
+def cmd_split(a) -> int:
+    from doit.data.split import build_split
+
+    m = build_split(a.input, a.out, seed=a.seed, n_valid=a.valid, n_test=a.test)
+    print(json.dumps(m["counts"], ensure_ascii=False))
+    return 0
+
+
+def cmd_curate(a) -> int:
+    from doit.data.curate_cli import run_curate
+
+    return run_curate(a)
+
+
+def cmd_subset(a) -> int:
+    from doit.data.subsets import build_subsets, build_synthetic_subsets
+
+    if a.synthetic:
+        manifests = build_synthetic_subsets(a.path, a.out, totals=a.totals, seed=a.seed)
+    else:
+        manifests = build_subsets(a.path, a.out, sizes=a.per_ability, pool=a.pool, seed=a.seed,
+                                  abilities=a.abilities)
+    for name, m in manifests.items():
+        print(f"{Path(a.out) / name}: {sum(m['train_counts'].values())} train items")
+    return 0
+
+
+def cmd_mix(a) -> int:
+    from doit.data.mixes import build_mix, load_mix
+
+    m = build_mix(a.path, load_mix(a.mix), a.out)
+    print(f"{a.out}: {sum(m['train_counts'].values())} train items {json.dumps(m['train_counts'])}")
+    return 0
+
+
+def cmd_micro(a) -> int:
+    from doit.data.micro_cli import run_micro
+
+    return run_micro(a)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m doit.data", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("validate", help="check a file or DoIT directory; exit 2 if invalid")
+    v.add_argument("path")
+    v.add_argument("--expect", help="check files and counts against data/<NAME>/expected.yaml (e.g. doit)")
+    v.add_argument("--revision", help="dataset revision you downloaded, recorded in manifest.json")
+    v.set_defaults(func=cmd_validate)
+    s = sub.add_parser("stats", help="per-ability counts, kinds, turns and lengths")
+    s.add_argument("path")
+    s.add_argument("--tokenizer", help="tokenizer directory: adds token-length percentiles")
+    s.add_argument("--plot", help="write a per-ability length histogram grid (PNG)")
+    s.set_defaults(func=cmd_stats)
+    sp = sub.add_parser("split", help="deterministic stratified train/valid/test split")
+    sp.add_argument("input")
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--valid", type=int, default=100, help="valid items per ability (default 100)")
+    sp.add_argument("--test", type=int, default=100, help="test items per ability (default 100)")
+    sp.set_defaults(func=cmd_split)
+    c = sub.add_parser("curate", help="normalise, dedup, near-dedup, length-filter, decontaminate")
+    c.add_argument("input")
+    c.add_argument("--out", required=True)
+    c.add_argument("--against", help="DoIT dir or file (valid/test) to decontaminate against")
+    c.add_argument("--tokenizer", help="tokenizer directory for the length filter")
+    c.add_argument("--max-tokens", type=int, default=2048)
+    c.add_argument("--near-threshold", type=float, default=0.8)
+    c.set_defaults(func=cmd_curate)
+    su = sub.add_parser("subset", help="nested quantity subsets (one DoIT dir per cell)")
+    su.add_argument("path")
+    su.add_argument("--out", required=True)
+    su.add_argument("--per-ability", type=_ints, default=[1, 4, 16, 64, 256, 1000])
+    su.add_argument("--pool", choices=["1000", "full"], default="1000")
+    su.add_argument("--abilities", help="comma-separated ability keys (default: all ten)")
+    su.add_argument("--synthetic", action="store_true", help="synthetic-only cells of --totals items")
+    su.add_argument("--totals", type=_ints, default=[10, 40, 160, 640, 2560, 10000, 40960])
+    su.add_argument("--seed", type=int, default=0)
+    su.set_defaults(func=cmd_subset)
+    m = sub.add_parser("mix", help="build a data mix from a mix YAML")
+    m.add_argument("path")
+    m.add_argument("--mix", required=True, help="mix YAML (see recipes/mixes/README.md)")
+    m.add_argument("--out", required=True)
+    m.set_defaults(func=cmd_mix)
+    mi = sub.add_parser("micro", help="generate the SYNTHETIC micro DoIT corpus + tokenizer")
+    mi.add_argument("--out", required=True)
+    mi.add_argument("--seed", type=int, default=0)
+    mi.set_defaults(func=cmd_micro)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except DataError as e:
+        print(e, file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,210 @@
+"""Data mixes: one YAML schema, validated on load, sampled by seeded hash (never first-k).
+
+```yaml
+seed: 0                       # int: sampling seed
+source: full                  # "1000" | "full": which train pool to draw from
+counts: {ethics: 64, math: all}   # ability -> int | "all" (the whole pool)
+fill:                         # optional: spread a budget equally
+  abilities: [biology, ...]   # who shares it (default: every ability not in counts)
+  total: 10000                # the mix's total size, counts included
+  rule: equal                 # the only rule: equal shares, capped at pool size
+exclude: [role_play]          # abilities dropped entirely (leave-one-ability-out)
+synthetic: 2560               # int: synthetic items added on top (default 0)
+provenance: {paper: ...}      # free-form: where the recipe comes from
+```
+``fill`` gives each listed ability an equal share of ``total - sum(counts)``; an
+ability whose pool is smaller than its share takes its whole pool and the overflow
+is shared again among the others; what cannot be split evenly goes one item each
+to the uncapped abilities in registry order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from doit.data import abilities as ab
+from doit.data.cells import pool_sizes, source_is_synthetic, write_cell
+from doit.data.io import atomic_output_dir
+from doit.data.load import load_items
+from doit.data.sampling import by_ability, take
+
+ALL = "all"
+_KEYS = {"seed", "source", "counts", "fill", "exclude", "synthetic", "provenance"}
+
+
+@dataclass
+class Fill:
+    abilities: tuple[str, ...]
+    total: int
+    rule: str = "equal"
+
+
+@dataclass
+class MixSpec:
+    seed: int = 0
+    source: str = "1000"
+    counts: dict[str, int | str] = field(default_factory=dict)
+    fill: Fill | None = None
+    exclude: tuple[str, ...] = ()
+    synthetic: int = 0
+    provenance: dict[str, Any] = field(default_factory=dict)
+    path: str = "<mix>"
+
+
+class MixError(ValueError):
+    pass
+
+
+def _fail(path: str, key: str, message: str):
+    raise MixError(f"{path}: {key}: {message}")
+
+
+def _int(path, key, value, minimum=0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        _fail(path, key, f"expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _keys(path, key, value) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        _fail(path, key, f"expected a list of ability keys, got {value!r}")
+    try:
+        return ab.parse_keys([str(v) for v in value])
+    except ValueError as e:
+        _fail(path, key, str(e))
+
+
+def parse_mix(raw: Any, path: str = "<mix>") -> MixSpec:
+    if not isinstance(raw, dict):
+        _fail(path, "(top)", "expected a mapping")
+    unknown = sorted(set(raw) - _KEYS)
+    if unknown:
+        _fail(path, unknown[0], f"unknown key; allowed: {', '.join(sorted(_KEYS))}")
+    spec = MixSpec(path=path, seed=_int(path, "seed", raw.get("seed", 0)))
+    spec.source = str(raw.get("source", "1000"))
+    if spec.source not in ("1000", "full"):
+        _fail(path, "source", f"expected 1000 or full, got {raw.get('source')!r}")
+    counts = raw.get("counts") or {}
+    if not isinstance(counts, dict):
+        _fail(path, "counts", "expected a mapping ability -> int | all")
+    for key, value in counts.items():
+        canon = _keys(path, f"counts.{key}", [key])[0]
+        spec.counts[canon] = value if value == ALL else _int(path, f"counts.{key}", value)
+    spec.exclude = _keys(path, "exclude", raw.get("exclude") or [])
+    spec.synthetic = _int(path, "synthetic", raw.get("synthetic", 0))
+    spec.provenance = raw.get("provenance") or {}
+    if raw.get("fill") is not None:
+        spec.fill = _parse_fill(raw["fill"], spec, path)
+    clash = sorted(set(spec.counts) & set(spec.exclude))
+    if clash:
+        _fail(path, "exclude", f"{clash[0]} is both counted and excluded")
+    return spec
+
+
+def _parse_fill(raw: Any, spec: MixSpec, path: str) -> Fill:
+    if not isinstance(raw, dict) or set(raw) - {"abilities", "total", "rule"}:
+        _fail(path, "fill", "expected {abilities: [...], total: int, rule: equal}")
+    if raw.get("rule", "equal") != "equal":
+        _fail(path, "fill.rule", f"only 'equal' is supported, got {raw.get('rule')!r}")
+    default = [k for k in ab.ABILITY_KEYS if k not in spec.counts and k not in spec.exclude]
+    keys = _keys(path, "fill.abilities", raw.get("abilities", default))
+    for k in keys:
+        if k in spec.counts or k in spec.exclude:
+            _fail(path, "fill.abilities", f"{k} is also in counts or exclude")
+    return Fill(keys, _int(path, "fill.total", raw.get("total"), minimum=1))
+
+
+def load_mix(path) -> MixSpec:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise MixError(f"{path}: invalid YAML: {e}") from None
+    return parse_mix(raw, str(path))
+
+
+def fill_equal(budget: int, keys: tuple[str, ...], pools: dict[str, int]) -> dict[str, int]:
+    """Equal shares of ``budget`` over ``keys``, capped at pool size, overflow re-shared."""
+    out, open_keys = {}, list(keys)
+    while open_keys:
+        share = budget // len(open_keys)
+        capped = [k for k in open_keys if pools.get(k, 0) <= share]
+        if not capped:
+            break
+        for k in capped:
+            out[k] = pools.get(k, 0)
+            budget -= out[k]
+            open_keys.remove(k)
+    if open_keys:
+        share, extra = divmod(budget, len(open_keys))
+        ordered = [k for k in ab.ABILITY_KEYS if k in open_keys]
+        for i, k in enumerate(ordered):
+            out[k] = share + (1 if i < extra else 0)
+    return out
+
+
+def resolve_counts(spec: MixSpec, pools: dict[str, int]) -> dict[str, int]:
+    """Items per ability for ``spec`` given each ability's pool size."""
+    counts = {k: pools.get(k, 0) if v == ALL else v for k, v in spec.counts.items()}
+    for k, n in counts.items():
+        if n > pools.get(k, 0):
+            _fail(
+                spec.path, f"counts.{k}", f"{n} exceeds the {spec.source} pool of {pools.get(k, 0)}"
+            )
+    if spec.fill is not None:
+        budget = spec.fill.total - sum(counts.values())
+        if budget < 0:
+            _fail(
+                spec.path,
+                "fill.total",
+                f"{spec.fill.total} is below the fixed counts' sum {sum(counts.values())}",
+            )
+        counts.update(fill_equal(budget, spec.fill.abilities, pools))
+    return {k: counts[k] for k in ab.ABILITY_KEYS if counts.get(k)}
+
+
+def sample_mix(spec: MixSpec, source: Path) -> list[dict]:
+    pool = load_items(source, spec.source)
+    counts = resolve_counts(spec, pool_sizes(pool))
+    groups = by_ability(pool)
+    items = [it for k, n in counts.items() for it in take(groups[k], n, spec.seed, "subset")]
+    if spec.synthetic:
+        synthetic = load_items(source, ab.SYNTHETIC)
+        if spec.synthetic > len(synthetic):
+            _fail(
+                spec.path,
+                "synthetic",
+                f"{spec.synthetic} exceeds the synthetic pool of {len(synthetic)}",
+            )
+        items += take(synthetic, spec.synthetic, spec.seed, "subset")
+    return items
+
+
+def build_mix(source, spec: MixSpec, out) -> dict:
+    """Write the mix as a DoIT-layout cell at ``out``; returns its manifest."""
+    source, out = Path(source), Path(out)
+    items = sample_mix(spec, source)
+    args = {"source": str(source), "mix": spec.path, "seed": spec.seed}
+    with atomic_output_dir(out) as tmp:
+        return write_cell(
+            tmp,
+            items,
+            source,
+            kind="mix",
+            seed=spec.seed,
+            args=args,
+            notes=[f"mix {spec.path}"],
+            synthetic_data=source_is_synthetic(source),
+            mix={
+                "source": spec.source,
+                "counts": spec.counts,
+                "fill": None if spec.fill is None else vars(spec.fill),
+                "exclude": list(spec.exclude),
+                "synthetic": spec.synthetic,
+                "provenance": spec.provenance,
+            },
+        )

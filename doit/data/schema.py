@@ -1,0 +1,362 @@
+"""Records in, items out: validation of one DoIT record and the fields derived from it.
+
+A *record* is one line of a DoIT file (``messages``, ``idx``, ``type``,
+``question_format``, ``choices``, ``answer``). An *item* is a validated record
+plus the fields every later stage uses and never re-derives:
+
+========== ============================================================================
+field      meaning
+========== ============================================================================
+uid        16 hex chars of sha256(ability, messages): the item's identity (sampling)
+ability    canonical ability key (``role-play`` -> ``role_play``); ``synthetic`` for
+           messages-only general instructions
+type       the record's ``type`` with hyphens normalised (C-Eval keeps ``_fshot``)
+idx        int, unique within an ability (synthetic records: their 0-based position)
+question_format  0 exact match, 1 open-ended (perplexity ranking); -1 synthetic
+messages   list of {role, content}, alternating user/assistant, ending with assistant
+choices    format 1: [gold, fine distractor, coarse distractor]; else []
+answer     math: the gold final answer; else None
+answer_kind  one of mc, tf, cloze, multiselect, math, open (None for synthetic)
+options    option letters offered by the question, e.g. ["A","B","C"]; [] if none
+gold       mc: letter; tf: "T"/"F"; cloze: first Chinese span; multiselect: sorted
+           letters ("AC"); math: answer; open: choices[0]. None for synthetic
+chance     per-item chance of a random guess: mc 1/m, tf 1/2, multiselect 1/C(m,k),
+           cloze and math 0, open 1/3; None for synthetic
+source     file the record came from, line its 1-based line (row for HF datasets)
+========== ============================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from doit.data import abilities as ab
+
+ERROR, WARNING = "error", "warning"
+ROLES = ("user", "assistant")
+TRUE_LABELS = ("正确", "对", "T", "√", "V")
+FALSE_LABELS = ("错误", "错", "F", "×", "X")
+_OPTION_LINE = re.compile(r"^\s*([A-F])\s*[.．、:：)）]", re.M)
+_CHINESE_SPAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_LETTER_SET_SEPARATORS = re.compile(r"[\s,，、;；和及与]+")
+DEFAULT_OPTIONS = ("A", "B", "C", "D")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding about one record: ``path:line: field: message``."""
+
+    path: str
+    line: int
+    field: str
+    message: str
+    level: str = ERROR
+
+    def __str__(self) -> str:
+        tag = "" if self.level == ERROR else "warning: "
+        return f"{self.path}:{self.line}: {self.field}: {tag}{self.message}"
+
+
+class DataError(ValueError):
+    """Raised with every error found (not just the first)."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        shown = "\n".join(str(p) for p in problems[:50])
+        more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
+        super().__init__(f"{len(problems)} problem(s) in the data:\n{shown}{more}")
+
+
+def first_chinese_span(text: str) -> str | None:
+    """The first run of CJK ideographs in ``text`` (the cloze answer rule)."""
+    m = _CHINESE_SPAN.search(text)
+    return m.group(0) if m else None
+
+
+def single_letter(text: str, allowed: tuple[str, ...] | list[str] = DEFAULT_OPTIONS) -> str | None:
+    """``text`` as one option letter (full-width letters accepted), or None."""
+    t = unicodedata.normalize("NFKC", text).strip()
+    return t if len(t) == 1 and t in allowed else None
+
+
+def tf_label(text: str) -> str | None:
+    """ "T"/"F" when ``text`` is exactly one of the true/false labels, else None."""
+    t = text.strip()
+    if t in TRUE_LABELS:
+        return "T"
+    if t in FALSE_LABELS:
+        return "F"
+    return None
+
+
+def letter_set(line: str) -> str | None:
+    """Sorted distinct letters A-F when ``line`` is only letters and separators ("A、C")."""
+    t = unicodedata.normalize("NFKC", line).strip().upper()
+    t = _LETTER_SET_SEPARATORS.sub("", t)
+    if not t or any(c not in "ABCDEF" for c in t):
+        return None
+    return "".join(sorted(set(t)))
+
+
+def question_options(question: str) -> list[str]:
+    """Option letters offered as lines "A. ..." in ``question``, when they run A, B, C..."""
+    found = []
+    for letter in _OPTION_LINE.findall(question):
+        if letter not in found:
+            found.append(letter)
+    expected = [chr(ord("A") + i) for i in range(len(found))]
+    return found if len(found) >= 2 and found == expected else []
+
+
+def item_uid(ability: str, messages: list[dict[str, str]]) -> str:
+    payload = json.dumps(
+        [ability, [[m["role"], m["content"]] for m in messages]], ensure_ascii=False
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+class _Checker:
+    """Collects problems for one record."""
+
+    def __init__(self, path: str, line: int):
+        self.path, self.line, self.problems = path, line, []
+
+    def error(self, field: str, message: str) -> None:
+        self.problems.append(Problem(self.path, self.line, field, message, ERROR))
+
+    def warn(self, field: str, message: str) -> None:
+        self.problems.append(Problem(self.path, self.line, field, message, WARNING))
+
+    @property
+    def failed(self) -> bool:
+        return any(p.level == ERROR for p in self.problems)
+
+
+def check_messages(record: dict[str, Any], c: _Checker) -> list[dict[str, str]] | None:
+    msgs = record.get("messages")
+    if msgs is None:
+        c.error("messages", "missing")
+        return None
+    if not isinstance(msgs, list) or not msgs:
+        c.error("messages", "must be a non-empty list of {role, content}")
+        return None
+    out = []
+    for i, m in enumerate(msgs):
+        field = f"messages[{i}]"
+        if not isinstance(m, dict):
+            c.error(field, f"must be an object with role and content, got {type(m).__name__}")
+            return None
+        role, content = m.get("role"), m.get("content")
+        want = ROLES[i % 2]
+        if role != want:
+            c.error(
+                f"{field}.role", f"expected {want!r} (turns alternate user/assistant), got {role!r}"
+            )
+        if not isinstance(content, str) or not content.strip():
+            c.error(f"{field}.content", "missing or empty")
+        out.append({"role": role, "content": content if isinstance(content, str) else ""})
+    if msgs and out[-1]["role"] != "assistant":
+        c.error("messages", "the last turn must be the assistant's")
+    return None if c.failed else out
+
+
+def check_ability(record: dict[str, Any], hint: str | None, c: _Checker) -> str | None:
+    rtype = record.get("type")
+    if rtype is None:
+        if hint is None:
+            c.error("type", "missing, and the file name names no ability")
+        return hint
+    if not isinstance(rtype, str):
+        c.error("type", f"must be a string, got {type(rtype).__name__}")
+        return None
+    key = canonical = ab.canonical_key(rtype)
+    if canonical is None and rtype.strip().lower() == ab.SYNTHETIC:
+        key = ab.SYNTHETIC
+    if key is None:
+        c.error("type", f"unknown ability {rtype!r}; known: {', '.join(a.key for a in ab.ALL)}")
+        return None
+    if hint is not None and key != hint:
+        c.error("type", f"{rtype!r} does not match the file's ability {hint!r}")
+    return key
+
+
+def check_idx(record: dict[str, Any], c: _Checker, default: int) -> int | None:
+    idx = record.get("idx")
+    if idx is None:
+        return default
+    if isinstance(idx, bool) or not (
+        isinstance(idx, int) or (isinstance(idx, str) and idx.strip().isdigit())
+    ):
+        c.error("idx", f"must be an integer, got {idx!r}")
+        return None
+    return int(idx)
+
+
+def _mc(answer: str, question: str, c: _Checker) -> tuple[str, list[str], str, float] | None:
+    options = question_options(question) or list(DEFAULT_OPTIONS)
+    letter = single_letter(answer, options)
+    if letter is None:
+        return None
+    return ab.MC, options, letter, 1 / len(options)
+
+
+def _multiselect(
+    answer: str, question: str, c: _Checker
+) -> tuple[str, list[str], str, float] | None:
+    lines = [ln for ln in answer.splitlines() if ln.strip()]
+    gold = letter_set(lines[-1]) if lines else None
+    if gold is None:
+        c.error(
+            "messages[-1].content",
+            f"multi-select gold: the last line must be a set of letters A-F, got {lines[-1] if lines else ''!r}",
+        )
+        return None
+    options = question_options(question) or list(DEFAULT_OPTIONS)
+    if any(letter not in options for letter in gold):
+        options = [chr(ord("A") + i) for i in range(ord(max(gold)) - ord("A") + 1)]
+    return ab.MULTISELECT, options, gold, 1 / math.comb(len(options), len(gold))
+
+
+def _open(
+    record: dict[str, Any], answer: str, c: _Checker
+) -> tuple[str, list[str], str, float] | None:
+    choices = record.get("choices")
+    if not isinstance(choices, list) or len(choices) != 3:
+        n = len(choices) if isinstance(choices, list) else "no"
+        c.error("choices", f"open-ended (question_format 1) items need exactly 3 choices, got {n}")
+        return None
+    if not all(isinstance(x, str) and x.strip() for x in choices):
+        c.error("choices", "every choice must be a non-empty string")
+        return None
+    if len(set(choices)) < 3:
+        c.warn("choices", "choices repeat: a distractor equals another choice")
+    if choices[0].strip() != answer.strip():
+        c.warn("choices", "choices[0] (the gold answer) differs from the last assistant message")
+    return ab.OPEN, [], choices[0], 1 / 3
+
+
+def derive_answer(
+    ability: str, record: dict[str, Any], messages: list[dict[str, str]], c: _Checker
+):
+    """(answer_kind, options, gold, chance) for a validated record, or None (with an error)."""
+    kinds = ab.get(ability).answer_kinds
+    answer = messages[-1]["content"]
+    question = messages[-2]["content"] if len(messages) >= 2 else ""
+    if ab.OPEN in kinds:
+        return _open(record, answer, c)
+    if ab.MATH in kinds:
+        gold = record.get("answer")
+        if isinstance(gold, (int, float)) and not isinstance(gold, bool):
+            gold = str(gold)
+        if not isinstance(gold, str) or not gold.strip():
+            c.error("answer", "math items need a non-empty `answer` (the gold final answer)")
+            return None
+        return ab.MATH, [], gold.strip(), 0.0
+    if ab.MULTISELECT in kinds:
+        return _multiselect(answer, question, c)
+    derived = _mc(answer, question, c) if ab.MC in kinds else None
+    if derived is None and ab.TF in kinds and tf_label(answer):
+        derived = ab.TF, [], tf_label(answer), 0.5
+    if derived is None and ab.CLOZE in kinds and first_chinese_span(answer):
+        derived = ab.CLOZE, [], first_chinese_span(answer), 0.0
+    if derived is None:
+        wants = {
+            ab.MC: "one option letter",
+            ab.TF: "a true/false label (正确/对/T/√/V or 错误/错/F/×/X)",
+            ab.CLOZE: "a Chinese text span",
+        }
+        c.error(
+            "messages[-1].content",
+            f"gold not derivable for {ability}: expected {' or '.join(wants[k] for k in kinds)}, got {answer.strip()[:40]!r}",
+        )
+    return derived
+
+
+def check_format(ability: str, record: dict[str, Any], c: _Checker) -> int | None:
+    qf = record.get("question_format")
+    if qf is None:
+        c.error("question_format", "missing (0 = exact match, 1 = open-ended)")
+        return None
+    if isinstance(qf, bool) or qf not in (0, 1):
+        c.error("question_format", f"must be 0 or 1, got {qf!r}")
+        return None
+    is_open = ab.OPEN in ab.get(ability).answer_kinds
+    if bool(qf) != is_open:
+        want = 1 if is_open else 0
+        c.error(
+            "question_format",
+            f"{ability} items are {'open-ended' if is_open else 'exact match'}: expected {want}, got {qf}",
+        )
+        return None
+    return qf
+
+
+def parse_record(record: Any, *, path: str, line: int, hint: str | None = None, position: int = 0):
+    """Validate one record. Returns (item or None, problems)."""
+    c = _Checker(path, line)
+    if not isinstance(record, dict):
+        c.error("record", f"must be a JSON object, got {type(record).__name__}")
+        return None, c.problems
+    messages = check_messages(record, c)
+    ability = check_ability(record, hint, c)
+    synthetic = ability == ab.SYNTHETIC
+    if not synthetic and ability is not None and "idx" not in record:
+        c.error("idx", "missing")
+    idx = check_idx(record, c, default=position)
+    if messages is None or ability is None or c.failed:
+        return None, c.problems
+    if synthetic:
+        item = _item(ability, record, messages, idx, -1, (None, [], None, None), path, line)
+        return item, c.problems
+    qf = check_format(ability, record, c)
+    derived = derive_answer(ability, record, messages, c) if qf is not None else None
+    if derived is None or c.failed:
+        return None, c.problems
+    return _item(ability, record, messages, idx, qf, derived, path, line), c.problems
+
+
+def _item(ability, record, messages, idx, qf, derived, path, line) -> dict[str, Any]:
+    kind, options, gold, chance = derived
+    rtype = record.get("type") or (
+        ability if ability == ab.SYNTHETIC else ab.get(ability).type_name
+    )
+    answer = record.get("answer")
+    return {
+        "uid": item_uid(ability, messages),
+        "ability": ability,
+        "type": rtype.strip().replace("-", "_"),
+        "idx": idx,
+        "question_format": qf,
+        "messages": messages,
+        "choices": list(record.get("choices") or []) if qf == 1 else [],
+        "answer": None if answer is None else str(answer),
+        "answer_kind": kind,
+        "options": list(options),
+        "gold": gold,
+        "chance": chance,
+        "source": path,
+        "line": line,
+    }
+
+
+def to_record(item: dict[str, Any]) -> dict[str, Any]:
+    """The DoIT record an item was parsed from (type normalised), for writing back out."""
+    if item["ability"] == ab.SYNTHETIC:
+        return {"messages": item["messages"]}
+    rec = {
+        "messages": item["messages"],
+        "idx": item["idx"],
+        "type": item["type"],
+        "question_format": item["question_format"],
+    }
+    if item["question_format"] == 1:
+        rec["choices"] = item["choices"]
+    if item["answer"] is not None:
+        rec["answer"] = item["answer"]
+    return rec

@@ -1,0 +1,82 @@
+"""Corpus statistics per ability and split, and a length histogram grid."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from doit.data import abilities as ab
+from doit.data.layout import SPLIT_DIRS
+from doit.data.load import load_items
+
+STAT_SPLITS = ("1000", "full", "train", "valid", "test", ab.SYNTHETIC)
+
+
+def conversation_text(item: dict) -> str:
+    return "\n".join(m["content"] for m in item["messages"])
+
+
+def load_all(root: Path) -> dict[str, list[dict]]:
+    """Items of every split present under ``root`` (``train`` only for doit cells)."""
+    out = {}
+    for split in STAT_SPLITS:
+        folder = root / SPLIT_DIRS.get(split, "synthetic/40960")
+        if folder.is_dir():
+            items = load_items(root, split)
+            if items:
+                out[split] = items
+    return out
+
+
+def stats_table(splits: dict[str, list[dict]], tokenizer=None) -> pd.DataFrame:
+    rows = []
+    for split, items in splits.items():
+        frame = pd.DataFrame({
+            "ability": [it["ability"] for it in items],
+            "kind": [it["answer_kind"] or "-" for it in items],
+            "turns": [len(it["messages"]) // 2 for it in items],
+            "chars": [len(conversation_text(it)) for it in items],
+        })
+        if tokenizer is not None:
+            texts = [conversation_text(it) for it in items]
+            frame["tokens"] = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        for key, g in frame.groupby("ability", sort=True):
+            row = {"split": split, "ability": key, "n": len(g),
+                   "kinds": ",".join(f"{k}:{v}" for k, v in sorted(g["kind"].value_counts().items())),
+                   "turns_mean": round(g["turns"].mean(), 2)}
+            for col in [c for c in ("chars", "tokens") if c in g]:
+                for q in (50, 90, 99):
+                    row[f"{col}_p{q}"] = int(np.percentile(g[col], q))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_lengths(splits: dict[str, list[dict]], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted({it["ability"] for items in splits.values() for it in items})
+    cols = 4
+    fig, axes = plt.subplots((len(keys) + cols - 1) // cols, cols, figsize=(4 * cols, 2.6 * ((len(keys) + cols - 1) // cols)), squeeze=False)
+    for ax, key in zip(axes.flat, keys):
+        for split, items in splits.items():
+            lengths = [len(conversation_text(it)) for it in items if it["ability"] == key]
+            if lengths:
+                ax.hist(lengths, bins=30, alpha=0.5, label=split)
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("characters", fontsize=8)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
