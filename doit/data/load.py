@@ -63,11 +63,10 @@ def read_items(path: Path, label: str | None = None) -> tuple[list[dict[str, Any
     return items, problems
 
 
-def read_files(files: list[Path], root: Path | None = None) -> tuple[list[dict], list[Problem]]:
+def read_files(files: list[Path]) -> tuple[list[dict], list[Problem]]:
     items, problems = [], []
     for f in files:
-        label = str(f.relative_to(root)) if root is not None else str(f)
-        got, found = read_items(f, label)
+        got, found = read_items(f)
         items += got
         problems += found
     return items, problems
@@ -93,7 +92,7 @@ def load_items(
     files = synthetic_files(root) if split == ab.SYNTHETIC else split_files(root, split, pool)
     keys = set(ab.parse_keys(abilities)) if abilities else None
     chosen = [f for f in files if _wanted(ability_from_name(f), keys, ood)]
-    items, problems = read_files(chosen, root)
+    items, problems = read_files(chosen)
     _require_clean(problems)
     return [it for it in items if _wanted(it["ability"], keys, ood)]
 

@@ -1,0 +1,76 @@
+"""Atomic writes: a run killed mid-write leaves the previous output intact."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from doit.data.io import atomic_output_dir, atomic_write_text
+
+
+def run_until_ready(code: str, ready: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)])
+    deadline = time.time() + 60
+    while not ready.exists():
+        assert proc.poll() is None, "child exited early"
+        assert time.time() < deadline, "child never got ready"
+        time.sleep(0.05)
+    return proc
+
+
+def kill(proc):
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def test_killed_directory_write_keeps_previous_output(tmp_path):
+    out, ready = tmp_path / "cell", tmp_path / "ready"
+    out.mkdir()
+    (out / "old.jsonl").write_text("previous\n")
+    proc = run_until_ready(f"""
+        import time
+        from pathlib import Path
+        from doit.data.io import atomic_output_dir, write_jsonl
+        with atomic_output_dir(Path({str(out)!r})) as tmp:
+            write_jsonl(tmp / "new.jsonl", [{{"a": 1}}] * 1000)
+            Path({str(ready)!r}).touch()
+            time.sleep(60)
+    """, ready)
+    kill(proc)
+    assert sorted(p.name for p in out.iterdir()) == ["old.jsonl"]
+    assert (out / "old.jsonl").read_text() == "previous\n"
+
+
+def test_killed_file_write_keeps_previous_file(tmp_path):
+    target, ready = tmp_path / "scores.json", tmp_path / "ready"
+    target.write_text("old")
+    proc = run_until_ready(f"""
+        import os, time
+        from pathlib import Path
+        import doit.data.io as io
+        def stall(fd):
+            Path({str(ready)!r}).touch()
+            time.sleep(60)
+        io.os.fsync = stall
+        io.atomic_write_text(Path({str(target)!r}), "new" * 100000)
+    """, ready)
+    kill(proc)
+    assert target.read_text() == "old"
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name not in ("scores.json", "ready")]
+    assert all(name.startswith(".scores.json.") for name in leftovers)
+
+
+def test_exception_inside_leaves_nothing(tmp_path):
+    out = tmp_path / "cell"
+    with pytest.raises(RuntimeError):
+        with atomic_output_dir(out) as tmp:
+            (tmp / "x").write_text("half")
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+    atomic_write_text(tmp_path / "a.txt", "ok")
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]

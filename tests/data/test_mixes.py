@@ -1,0 +1,78 @@
+"""Mix YAML schema, fill arithmetic and sampling."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from doit.data import abilities as ab
+from doit.data.load import load_items
+from doit.data.mixes import MixError, build_mix, fill_equal, load_mix, parse_mix, resolve_counts
+from tests.data.pools import uniform, write_pool
+
+MIXES = Path(__file__).parents[2] / "recipes" / "mixes"
+DOIT_FULL = dict(biology=1042, history=1893, code=4968, creative_writing=1000, chinese=1450,
+                 understanding=4885, role_play=1000, reasoning=12751, math=11501, ethics=1000)
+
+
+def test_reconstruct_on_the_doit_pool_table():
+    counts = resolve_counts(load_mix(MIXES / "reconstruct.yaml"), DOIT_FULL)
+    assert sum(counts.values()) == 10_000
+    assert counts["ethics"] == counts["role_play"] == 64 and counts["creative_writing"] == 1000
+    assert counts["biology"] == 1042  # capped at its pool, overflow re-shared
+    assert {counts[k] for k in ("history", "code", "chinese", "understanding", "reasoning", "math")} == {1305}
+
+
+def test_fill_remainder_goes_in_registry_order():
+    out = fill_equal(10, ("math", "biology", "code"), {"math": 99, "biology": 99, "code": 99})
+    assert out == {"biology": 4, "code": 3, "math": 3}
+    out = fill_equal(10, ("math", "biology"), {"math": 99, "biology": 2})
+    assert out == {"biology": 2, "math": 8}
+
+
+def test_shipped_mixes_parse():
+    specs = {p.name: load_mix(p) for p in sorted(MIXES.glob("*.yaml"))}
+    assert set(specs) == {"baseline.yaml", "reconstruct.yaml", "maximum.yaml", "maximum+2560.yaml", "maximum+40960.yaml"}
+    assert sum(resolve_counts(specs["baseline.yaml"], {k: 1000 for k in ab.ABILITY_KEYS}).values()) == 10_000
+    maximum = resolve_counts(specs["maximum.yaml"], DOIT_FULL)
+    assert maximum["math"] == 11501 and maximum["ethics"] == 64
+    assert specs["maximum+40960.yaml"].synthetic == 40960
+
+
+@pytest.mark.parametrize("raw,where", [
+    ({"counts": {"poetry": 3}}, "counts.poetry"),
+    ({"counts": {"math": -1}}, "counts.math"),
+    ({"counts": {"math": "lots"}}, "counts.math"),
+    ({"source": "all"}, "source"),
+    ({"fill": {"total": 10, "rule": "proportional"}}, "fill.rule"),
+    ({"counts": {"math": 3}, "exclude": ["math"]}, "exclude"),
+    ({"sed": 1}, "sed"),
+])
+def test_bad_mix_names_file_and_key(raw, where):
+    with pytest.raises(MixError, match=f"m.yaml: {where}"):
+        parse_mix(raw, "m.yaml")
+
+
+def test_count_over_pool_and_budget_errors():
+    spec = parse_mix({"counts": {"math": 5000}}, "m.yaml")
+    with pytest.raises(MixError, match="counts.math: 5000 exceeds the 1000 pool of 1000"):
+        resolve_counts(spec, {"math": 1000})
+    spec = parse_mix({"counts": {"math": 50}, "fill": {"total": 10}}, "m.yaml")
+    with pytest.raises(MixError, match="fill.total"):
+        resolve_counts(spec, {"math": 1000})
+
+
+def test_build_mix_samples_randomly_with_exclude_and_synthetic(tmp_path):
+    src = write_pool(tmp_path / "src", uniform(60), synthetic=50)
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump({"seed": 3, "counts": {"math": 10}, "fill": {"total": 46},
+                                    "exclude": ["ethics"], "synthetic": 5}))
+    manifest = build_mix(src, load_mix(path), tmp_path / "out")
+    items = load_items(tmp_path / "out", "train")
+    counts = manifest["train_counts"]
+    assert counts["math"] == 10 and "ethics" not in counts and counts[ab.SYNTHETIC] == 5
+    assert sum(v for k, v in counts.items() if k != ab.SYNTHETIC) == 46
+    math_ids = sorted(it["idx"] for it in items if it["ability"] == "math")
+    assert math_ids != list(range(10))  # never first-k
+    again = build_mix(src, load_mix(path), tmp_path / "out2")
+    assert again["files"]["curated/train/math.jsonl"] == manifest["files"]["curated/train/math.jsonl"]
