@@ -1,0 +1,1 @@
+"""doit.eval: per-ability evaluation (predict, then score) and public benchmarks."""

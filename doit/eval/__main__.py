@@ -1,0 +1,5 @@
+import sys
+
+from doit.eval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,100 @@
+"""Scoring rules and averages, with hand-computed answers."""
+
+from pathlib import Path
+
+import pytest
+
+from doit.data import abilities as ab
+from doit.data.load import load_items
+from doit.eval.cli import main
+from doit.eval.score import score_item, score_predictions
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "doit_download"
+
+
+@pytest.fixture(scope="module")
+def items():
+    return load_items(FIXTURE, "test")
+
+
+def find(items, key, idx):
+    return next(it for it in items if it["ability"] == key and it["idx"] == idx)
+
+
+def pred(item, text="", **kw):
+    return {"type": item["type"], "idx": item["idx"], "question_format": item["question_format"],
+            "prediction": text, **kw}
+
+
+def test_mc_output_then_logit_fallback(items):
+    it = find(items, "understanding", 5)  # 3 options, gold B
+    assert score_item(it, pred(it, "B"))["correct"]
+    fallback = score_item(it, pred(it, "I think", letter_logits={"A": 0, "B": 2, "C": 1}))
+    assert fallback["correct"] and fallback["via"] == "logits"
+    assert not score_item(it, pred(it, "?", letter_logits={"A": 3, "B": 2, "C": 1}))["correct"]
+
+
+def test_open_tie_rule_both_ways(items):
+    it = find(items, "code", 7)
+    tie = pred(it, choice_ppl=[2.0, 2.0, 5.0])
+    assert score_item(it, tie, ties="correct")["correct"] is True
+    assert score_item(it, tie, ties="wrong")["correct"] is False
+    assert score_item(it, pred(it, choice_ppl=[1.0, 2.0, 0.5]))["correct"] is False
+    assert score_item(it, pred(it))["correct"] is False  # no perplexities: wrong, not a crash
+
+
+def test_math_carries_both_rules(items):
+    it = find(items, "math", 1)  # gold \frac{3}{4}
+    row = score_item(it, pred(it, "答案是 \\boxed{\\dfrac{3}{4}}"))
+    assert row["correct_paper"] and row["correct_verify"] and row["correct"]
+
+
+def test_averages_are_true_means(items):
+    # all in-domain + OOD items: make exactly the biology and history ones wrong
+    preds = []
+    for it in items:
+        wrong = it["ability"] in ("biology", "history")
+        if it["answer_kind"] == ab.OPEN:
+            preds.append(pred(it, choice_ppl=[9.0, 1.0, 1.0] if wrong else [1.0, 2.0, 3.0]))
+        elif it["answer_kind"] == ab.MATH:
+            preds.append(pred(it, f"\\boxed{{{it['gold']}}}"))
+        elif it["answer_kind"] == ab.TF:
+            preds.append(pred(it, "错误" if it["gold"] == "T" else "正确"))
+        else:
+            gold = it["gold"]
+            text = ("Z" if wrong else gold) if it["answer_kind"] != ab.MC else ("D" if wrong and gold != "D" else ("A" if wrong else gold))
+            preds.append(pred(it, text))
+    result = score_predictions(items, preds)
+    scores = {k: v["score"] for k, v in result["abilities"].items()}
+    assert scores["biology"] == scores["history"] == 0.0
+    assert all(v == 100.0 for k, v in scores.items() if k not in ("biology", "history"))
+    assert result["macro_in_domain"] == pytest.approx(80.0)  # 8 of 10 at 100
+    assert result["overall"] == pytest.approx(100 * 11 / 13)
+    assert result["abilities"]["history"]["by_kind"]["tf"]["n_items"] == 2
+    assert result["abilities"]["understanding"]["chance"] == pytest.approx(100 / 3)
+    assert result["abilities"]["math"]["score_verify"] == 100.0
+
+
+def test_missing_abilities_give_null_averages(items):
+    bio = [it for it in items if it["ability"] == "biology"]
+    result = score_predictions(items, [pred(it, it["gold"]) for it in bio])
+    assert set(result["abilities"]) == {"biology"} and result["abilities"]["biology"]["n_items"] == 2
+    assert result["macro_in_domain"] is None and result["overall"] is None
+
+
+def test_unknown_prediction_is_located(items):
+    with pytest.raises(ValueError, match="p.jsonl:1: type/idx"):
+        score_predictions(items, [{"type": "biology", "idx": 999, "prediction": "A"}], source="p.jsonl")
+    with pytest.raises(ValueError):
+        score_predictions(items, [], math="exact")
+
+
+def test_score_cli_writes_scores(tmp_path, items):
+    import json
+
+    p = tmp_path / "pred.jsonl"
+    p.write_text("".join(json.dumps(pred(it, it["gold"] or "")) + "\n" for it in items if it["ability"] == "ethics"))
+    assert main(["score", str(p), "--data", str(FIXTURE), "--split", "test", "--out", str(tmp_path / "s.json"),
+                 "--ties", "wrong"]) == 0
+    scores = json.loads((tmp_path / "s.json").read_text())
+    assert scores["abilities"]["ethics"]["score"] == 100.0 and scores["rules"]["ties"] == "wrong"
