@@ -53,7 +53,7 @@ def read_items(path: Path, label: str | None = None) -> tuple[list[dict[str, Any
         problems += found
         if item is None:
             continue
-        first = seen.setdefault(item["idx"], line)
+        first = seen.setdefault((item["ability"], item["idx"]), line)
         if first != line:
             problems.append(
                 Problem(label, line, "idx", f"duplicate idx {item['idx']} (first at line {first})")

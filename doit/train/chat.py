@@ -16,7 +16,11 @@ CHAT_FORMATS = ("doit", "native")
 
 
 def speaker_template() -> str:
-    return resources.files("doit.train").joinpath("templates", TEMPLATE_NAME).read_text(encoding="utf-8")
+    return (
+        resources.files("doit.train")
+        .joinpath("templates", TEMPLATE_NAME)
+        .read_text(encoding="utf-8")
+    )
 
 
 def prepare_tokenizer(tokenizer, model=None, chat_format: str = "doit") -> int:
@@ -49,4 +53,6 @@ def prepare_tokenizer(tokenizer, model=None, chat_format: str = "doit") -> int:
 
 
 def render(tokenizer, messages: list[dict], add_generation_prompt: bool = False) -> str:
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=add_generation_prompt
+    )

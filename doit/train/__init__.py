@@ -1,0 +1,1 @@
+"""Training utilities for doit: chat templates (`chat`), optimiser parameter groups (`optim`)."""

@@ -1,0 +1,77 @@
+"""Optimiser parameter groups with an explicit no-decay set.
+
+Weight decay applies to matrices (linear weights, the LM head and, by default, embeddings).
+No decay for:
+- biases;
+- normalisation weights (any module whose class name ends in ``Norm``, e.g. ``LlamaRMSNorm``,
+  or ``nn.LayerNorm``);
+- value-residual mixing scalars (``value_lambda1`` / ``value_lambda2`` of ResFormer);
+- embeddings, when ``decay_embeddings=False`` (a tied LM head follows its embedding);
+- as a safety net, any other parameter with fewer than 2 dimensions.
+
+Use it directly::
+
+    torch.optim.AdamW(param_groups(model, weight_decay=0.1), lr=6e-4, betas=(0.9, 0.95))
+
+or in a transformers `Trainer`, either ``class MyTrainer(DoitOptimizerMixin, Trainer)`` (keeps
+everything `Trainer.create_optimizer` does: optimiser choice from `TrainingArguments.optim`,
+`args.weight_decay`) or ``Trainer(..., optimizer_cls_and_kwargs=(torch.optim.AdamW,
+{"params": param_groups(model, 0.1), "lr": 6e-4}))``. Under DeepSpeed, a config with an
+``optimizer`` block makes transformers hand DeepSpeed one flat parameter list, so doit's DeepSpeed
+configs never carry one: `Trainer.create_optimizer` (and with it these groups) is then used.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+MIXING_SCALAR_NAMES = ("value_lambda1", "value_lambda2")
+
+
+def _is_norm(module: nn.Module) -> bool:
+    return isinstance(module, nn.LayerNorm) or type(module).__name__.endswith("Norm")
+
+
+def no_decay_parameter_names(model: nn.Module, decay_embeddings: bool = True) -> set[str]:
+    """Names (as in `model.named_parameters()`) of the parameters that get no weight decay."""
+    no_decay_ids = set()
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if (
+                name == "bias"
+                or name in MIXING_SCALAR_NAMES
+                or _is_norm(module)
+                or (isinstance(module, nn.Embedding) and not decay_embeddings)
+                or param.ndim < 2
+            ):
+                no_decay_ids.add(id(param))
+    return {name for name, param in model.named_parameters() if id(param) in no_decay_ids}
+
+
+def param_groups(
+    model: nn.Module, weight_decay: float, decay_embeddings: bool = True
+) -> list[dict]:
+    """Two optimiser groups, ``[decayed, not decayed]``, of the trainable parameters."""
+    no_decay = no_decay_parameter_names(model, decay_embeddings)
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    return [
+        {"params": [p for n, p in trainable if n not in no_decay], "weight_decay": weight_decay},
+        {"params": [p for n, p in trainable if n in no_decay], "weight_decay": 0.0},
+    ]
+
+
+class DoitOptimizerMixin:
+    """Mix into a `transformers.Trainer` subclass (before `Trainer`) to use doit's no-decay set.
+
+    `Trainer.create_optimizer` builds its two groups from `get_decay_parameter_names`; this
+    overrides only that, so the rest of the optimiser setup stays transformers'.
+    """
+
+    decay_embeddings: bool = True
+
+    def get_decay_parameter_names(self, model: nn.Module) -> list[str]:
+        no_decay = no_decay_parameter_names(model, self.decay_embeddings)
+        return [name for name, _ in model.named_parameters() if name not in no_decay]
+
+
+__all__ = ["DoitOptimizerMixin", "no_decay_parameter_names", "param_groups"]
