@@ -18,7 +18,9 @@ def _ints(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
 
 
 def cmd_validate(a) -> int:
@@ -28,17 +30,25 @@ def cmd_validate(a) -> int:
     for p in report.problems:
         print(p, file=sys.stderr if p.level == "error" else sys.stdout)
     verdict = "valid" if report.ok else "INVALID"
-    print(f"{a.path}: {verdict}: {report.n_files} files, {report.n_items} items, "
-          f"{len(report.errors)} errors, {len(report.warnings)} warnings")
+    print(
+        f"{a.path}: {verdict}: {report.n_files} files, {report.n_items} items, "
+        f"{len(report.errors)} errors, {len(report.warnings)} warnings"
+    )
     if a.expect and report.ok:
         from doit.data.manifest import write_manifest
 
         if a.revision is None:
             print("warning: no --revision given; the manifest records revision 'unknown'")
         print(f"note: {ROLE_PLAY_NOTE}")
-        write_manifest(a.path, kind="download", seed=None, synthetic_data=False,
-                       args={"expect": a.expect}, revision=a.revision or "unknown",
-                       notes=[ROLE_PLAY_NOTE])
+        write_manifest(
+            a.path,
+            kind="download",
+            seed=None,
+            synthetic_data=False,
+            args={"expect": a.expect},
+            revision=a.revision or "unknown",
+            notes=[ROLE_PLAY_NOTE],
+        )
     return 0 if report.ok else 2
 
 
@@ -66,10 +76,54 @@ def cmd_split(a) -> int:
     return 0
 
 
-def cmd_curate(a) -> int:
-    from doit.data.curate_cli import run_curate
+def _raw_records(path: Path, files: list[Path]) -> tuple[list[dict], list[tuple[str, int]]]:
+    from doit.data.layout import read_records
+    from doit.data.schema import Problem
 
-    return run_curate(a)
+    records, origins, problems = [], [], []
+    for f in files:
+        for line, rec in read_records(f):
+            if isinstance(rec, Problem):
+                problems.append(rec)
+            else:
+                records.append(rec)
+                origins.append((str(f.relative_to(path)) if f != path else f.name, line))
+    if problems:
+        raise DataError(problems)
+    return records, origins
+
+
+def cmd_curate(a) -> int:
+    from doit.data.curate import DEFAULT_THRESHOLD, curate, write_report
+    from doit.data.io import atomic_output_dir, write_jsonl
+    from doit.data.layout import split_files
+    from doit.data.split import input_files
+
+    src = Path(a.input)
+    records, origins = _raw_records(src, input_files(src))
+    against, against_origins = [], []
+    if a.against:
+        ref = Path(a.against)
+        files = [f for s in ("valid", "test") for f in split_files(ref, s)] if ref.is_dir() else [ref]
+        against, against_origins = _raw_records(ref, files or input_files(ref))
+    tok = None
+    if a.tokenizer:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    result = curate(records, against=against or None, tokenizer=tok, max_tokens=a.max_tokens,
+                    near_threshold=a.near_threshold or DEFAULT_THRESHOLD, origins=origins,
+                    against_origins=against_origins or None)
+    by_file: dict[str, list[dict]] = {}
+    for rec, i in zip(result.kept, result.kept_index):
+        by_file.setdefault(origins[i][0], []).append(rec)
+    with atomic_output_dir(a.out) as tmp:
+        for rel, recs in sorted(by_file.items()):
+            write_jsonl(tmp / rel, recs)
+        write_report(result, tmp / "curate_report.json")
+    counts = result.report["counts"]
+    print(f"{a.out}: kept {counts['kept']} of {counts['input']} records; report: {Path(a.out) / 'curate_report.json'}")
+    return 0
 
 
 def cmd_subset(a) -> int:
@@ -78,8 +132,9 @@ def cmd_subset(a) -> int:
     if a.synthetic:
         manifests = build_synthetic_subsets(a.path, a.out, totals=a.totals, seed=a.seed)
     else:
-        manifests = build_subsets(a.path, a.out, sizes=a.per_ability, pool=a.pool, seed=a.seed,
-                                  abilities=a.abilities)
+        manifests = build_subsets(
+            a.path, a.out, sizes=a.per_ability, pool=a.pool, seed=a.seed, abilities=a.abilities
+        )
     for name, m in manifests.items():
         print(f"{Path(a.out) / name}: {sum(m['train_counts'].values())} train items")
     return 0
@@ -104,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check a file or DoIT directory; exit 2 if invalid")
     v.add_argument("path")
-    v.add_argument("--expect", help="check files and counts against data/<NAME>/expected.yaml (e.g. doit)")
+    v.add_argument(
+        "--expect", help="check files and counts against data/<NAME>/expected.yaml (e.g. doit)"
+    )
     v.add_argument("--revision", help="dataset revision you downloaded, recorded in manifest.json")
     v.set_defaults(func=cmd_validate)
     s = sub.add_parser("stats", help="per-ability counts, kinds, turns and lengths")
@@ -125,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--against", help="DoIT dir or file (valid/test) to decontaminate against")
     c.add_argument("--tokenizer", help="tokenizer directory for the length filter")
     c.add_argument("--max-tokens", type=int, default=2048)
-    c.add_argument("--near-threshold", type=float, default=0.8)
+    c.add_argument("--near-threshold", type=float, default=None,
+                   help="Jaccard of 3-character shingles (default 0.6; see doit/data/curate.py)")
     c.set_defaults(func=cmd_curate)
     su = sub.add_parser("subset", help="nested quantity subsets (one DoIT dir per cell)")
     su.add_argument("path")
@@ -133,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("--per-ability", type=_ints, default=[1, 4, 16, 64, 256, 1000])
     su.add_argument("--pool", choices=["1000", "full"], default="1000")
     su.add_argument("--abilities", help="comma-separated ability keys (default: all ten)")
-    su.add_argument("--synthetic", action="store_true", help="synthetic-only cells of --totals items")
+    su.add_argument(
+        "--synthetic", action="store_true", help="synthetic-only cells of --totals items"
+    )
     su.add_argument("--totals", type=_ints, default=[10, 40, 160, 640, 2560, 10000, 40960])
     su.add_argument("--seed", type=int, default=0)
     su.set_defaults(func=cmd_subset)
