@@ -1,0 +1,311 @@
+"""Build the *micro DoIT* corpus: a SYNTHETIC Chinese corpus in the real DoIT layout.
+
+    from doit.data.micro import build_micro
+    summary = build_micro(Path("out"), seed=0)   # out/ must exist and be empty
+
+writes ``curated/{full,1000,valid,test}``, the three C-Eval-style OOD sets,
+``synthetic/40960/general_instruction_gpt4_41k.json``, ``pretrain/{train,valid}.txt``,
+a trained ``tokenizer/`` and ``ground_truth.json`` (the properties planted in each
+ability, measured on the items actually generated). Same seed, same bytes, on any
+machine: every random choice comes from a ``random.Random`` seeded by a string.
+See ``data/micro/README.md`` for the world and each ability's design lever.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import comb
+from pathlib import Path
+
+from doit.data import abilities
+from doit.data.io import atomic_write_text, write_json, write_jsonl
+from doit.data.micro_extra import general_instructions, ood_sets
+from doit.data.micro_items import (
+    Draft,
+    ItemContext,
+    biology,
+    chinese,
+    history,
+    option_lines,
+    render_mc,
+)
+from doit.data.micro_open import creative_writing, ethics, role_play
+from doit.data.micro_prose import pretrain_documents
+from doit.data.micro_skills import code, math, reasoning, understanding
+from doit.data.micro_world import SPLITS, World, build_world, split_facts
+from doit.data.tokenizer import train_tokenizer
+
+N_HELD_OUT = 100  # valid and test items per ability
+SUBSET_SIZE = 1000
+N_GENERAL = 41_000  # general-instruction records (>= 40,960)
+PRETRAIN_CHARS = 1_100_000  # train prose, whole rounds: >= 1M tokens (one per character)
+PRETRAIN_VALID_FRACTION = 0.03
+FACT_GROUPS = ("species", "dynasty", "figure", "idiom", "poet")  # asked by in-domain abilities
+HELD_OUT_FACTS = 0.18  # fraction of each group's facts held out for test, and again for valid
+GENERAL_PATH = Path("synthetic/40960/general_instruction_gpt4_41k.json")
+
+
+@dataclass(frozen=True)
+class AbilitySpec:
+    ability: abilities.Ability
+    make: Callable[[ItemContext], Draft]
+    pool_size: int  # train items in curated/full
+    needs_pretrained_facts: bool
+    learnable: bool
+    saturates_at: int | None  # train items after which the score should stop rising
+    notes: str
+
+
+SPECS = (
+    AbilitySpec(abilities.get("biology"), biology, 1042, True, True, None,
+                "Knowledge recall: one attribute of a species, stated only in the pretraining "
+                "prose; test/valid facts are never asked in any train item."),
+    AbilitySpec(abilities.get("history"), history, 1200, True, True, None,
+                "Knowledge recall on dynasties and historical figures, multiple choice and "
+                "true/false; the dynasty founder/capital/successor facts are shared with chinese."),
+    AbilitySpec(abilities.get("code"), code, 2000, False, True, None,
+                "A described computation of 1-3 operations to a one-line Python function; the "
+                "fine distractor flips one operator, the coarse one is an unrelated program."),
+    AbilitySpec(abilities.get("creative_writing"), creative_writing, 1000, False, True, 64,
+                "One fixed three-line pattern (title opens every line, fixed refrain); the fine "
+                "distractor breaks it once, so a few dozen examples teach it fully."),
+    AbilitySpec(abilities.get("chinese"), chinese, 1150, True, True, None,
+                "Idioms and poets (multiple choice and cloze) plus cloze items on the dynasty "
+                "facts history also asks (transference)."),
+    AbilitySpec(abilities.get("understanding"), understanding, 2000, False, True, None,
+                "Multi-turn dialogue, 3-4 options; everything needed is in the dialogue. Its "
+                "rule items use the same sentence format as reasoning's rule puzzles."),
+    AbilitySpec(abilities.get("role_play"), role_play, 1000, False, False, None,
+                "In-character answer to a preference question; the fine distractor swaps the "
+                "preference for another the world never settles, so ranking stays a coin flip."),
+    AbilitySpec(abilities.get("reasoning"), reasoning, 3000, False, True, None,
+                "Premises and rules in the prompt (rule, chain, ordering, contrapositive); "
+                "the rule format is shared with understanding."),
+    AbilitySpec(abilities.get("math"), math, 3000, False, True, None,
+                "Word problems chaining 2-4 arithmetic relations, worked solution ending in "
+                "\\boxed{}; grows slowly."),
+    AbilitySpec(abilities.get("ethics"), ethics, 1000, True, False, None,
+                "Multi-select: deeds the prose calls wrong are never gold (learnable), but which "
+                "of the listed customs count as proper is a coin flip per item (plateau)."),
+)  # fmt: skip
+_SPEC_BY_KEY = {spec.ability.key: spec for spec in SPECS}
+
+
+# --- drafting -----------------------------------------------------------------------------
+def _draft_split(spec, ctx: ItemContext, count: int, identities: set, taken_stems: set) -> list:
+    drafts: list[Draft] = []
+    for _ in range(count * 200):
+        if len(drafts) == count:
+            return drafts
+        draft = spec.make(ctx)
+        if draft.identity in identities or draft.stem in taken_stems:
+            continue
+        identities.add(draft.identity)
+        drafts.append(draft)
+    if len(drafts) == count:
+        return drafts
+    raise RuntimeError(
+        f"{spec.ability.key}: only {len(drafts)} distinct {ctx.split} items of {count} could be "
+        "drawn; add templates or facts, or lower the pool size"
+    )
+
+
+def draft_ability(spec: AbilitySpec, world: World, facts: dict, seed: int) -> dict[str, list]:
+    """Drafts per split (test, valid, train); no stem is shared between splits."""
+    rng = random.Random(f"micro-items:{seed}:{spec.ability.key}")
+    sizes = {"test": N_HELD_OUT, "valid": N_HELD_OUT, "train": spec.pool_size}
+    drafts: dict[str, list[Draft]] = {}
+    identities: set = set()
+    for split in SPLITS:
+        ctx = ItemContext(world, rng, {g: by_split[split] for g, by_split in facts.items()}, split)
+        taken = {d.stem for done in drafts.values() for d in done}
+        drafts[split] = _draft_split(spec, ctx, sizes[split], identities, taken)
+    return drafts
+
+
+# --- rendering ------------------------------------------------------------------------------
+def _gold_positions(drafts: list[Draft], rng: random.Random) -> list[int]:
+    """Balanced gold positions: for each option count, every letter equally often (+-1)."""
+    positions = [0] * len(drafts)
+    for n in sorted({len(d.options) for d in drafts if d.kind == abilities.MC}):
+        slots = [i for i, d in enumerate(drafts) if d.kind == abilities.MC and len(d.options) == n]
+        letters = [i % n for i in range(len(slots))]
+        rng.shuffle(letters)
+        for slot, pos in zip(slots, letters, strict=True):
+            positions[slot] = pos
+    return positions
+
+
+def _final_turn(draft: Draft, pos: int) -> tuple[str, str]:
+    if draft.kind == abilities.MC:
+        return render_mc(draft, pos)
+    if draft.kind == abilities.MULTISELECT:
+        return draft.question + "\n" + option_lines(draft.options), draft.gold
+    return draft.question, draft.gold
+
+
+def render(draft: Draft, pos: int, idx: int, type_name: str) -> dict:
+    contents = [*draft.turns, *_final_turn(draft, pos)]
+    roles = ("user", "assistant")
+    messages = [{"role": roles[i % 2], "content": c} for i, c in enumerate(contents)]
+    record = {"messages": messages, "idx": idx, "type": type_name}
+    record["question_format"] = 1 if draft.kind == abilities.OPEN else 0
+    if draft.kind == abilities.OPEN:
+        record["choices"] = list(draft.choices)
+    if draft.kind == abilities.MATH:
+        record["answer"] = draft.answer
+    return record
+
+
+def render_ability(spec: AbilitySpec, drafts: dict[str, list], seed: int) -> dict[str, list]:
+    """Records per split; idx runs over train, then valid, then test."""
+    rng = random.Random(f"micro-letters:{seed}:{spec.ability.key}")
+    records, idx = {}, 0
+    for split in ("train", "valid", "test"):
+        positions = _gold_positions(drafts[split], rng)
+        records[split] = [
+            render(d, pos, idx + i, spec.ability.type_name)
+            for i, (d, pos) in enumerate(zip(drafts[split], positions, strict=True))
+        ]
+        idx += len(records[split])
+    return records
+
+
+# --- ground truth ------------------------------------------------------------------------------
+def _chance(draft: Draft) -> float:
+    if draft.kind == abilities.MC:
+        return 1 / len(draft.options)
+    if draft.kind == abilities.TF:
+        return 0.5
+    if draft.kind == abilities.MULTISELECT:
+        return 1 / comb(len(draft.options), len(draft.gold))  # as doit.data.schema: k known
+    if draft.kind == abilities.OPEN:
+        return 1 / 3
+    return 0.0
+
+
+def _steps(drafts: list[Draft]) -> int | list[int]:
+    lo, hi = min(d.steps for d in drafts), max(d.steps for d in drafts)
+    return lo if lo == hi else [lo, hi]
+
+
+def _share_keys(drafts: dict[str, list[Draft]]) -> set:
+    return {d.share_key for split in drafts.values() for d in split}
+
+
+def ability_truth(spec: AbilitySpec, drafts: dict, keys: dict[str, set]) -> dict:
+    key = spec.ability.key
+    items = [d for split in drafts[key].values() for d in split]
+    others = set().union(*(k for other, k in keys.items() if other != key))
+    test = drafts[key]["test"]
+    plateau = None if spec.learnable else round(statistics.fmean(d.plateau for d in test), 4)
+    return {
+        "needs_pretrained_facts": spec.needs_pretrained_facts,
+        "steps": _steps(items),
+        "learnable": spec.learnable,
+        "expected_plateau": plateau,
+        "saturates_at": spec.saturates_at,
+        "shared_fraction": round(statistics.fmean(d.share_key in others for d in items), 4),
+        "shares_with": [o for o in abilities.ABILITY_KEYS if o != key and keys[key] & keys[o]],
+        "chance": round(statistics.fmean(_chance(d) for d in test), 4),
+        "notes": spec.notes,
+    }
+
+
+def ground_truth(seed: int, drafts: dict[str, dict]) -> dict:
+    keys = {key: _share_keys(by_split) for key, by_split in drafts.items()}
+    truth = {key: ability_truth(_SPEC_BY_KEY[key], drafts, keys) for key in drafts}
+    return {"seed": seed, "synthetic": True, "abilities": truth}
+
+
+# --- writing -------------------------------------------------------------------------------------
+def _write_curated(out_dir: Path, key: str, records: dict[str, list], seed: int) -> None:
+    curated = out_dir / "curated"
+    full = records["train"]
+    rng = random.Random(f"micro-subset:{seed}:{key}")
+    subset = [full[i] for i in sorted(rng.sample(range(len(full)), SUBSET_SIZE))]
+    write_jsonl(curated / "full" / f"{key}_full.json", full)
+    write_jsonl(curated / str(SUBSET_SIZE) / f"{key}_{SUBSET_SIZE}.json", subset)
+    write_jsonl(curated / "valid" / f"{key}_valid.json", records["valid"])
+    write_jsonl(curated / "test" / f"{key}_test.json", records["test"])
+
+
+def _write_pretrain(out_dir: Path, world: World, seed: int) -> dict[str, list[str]]:
+    train = pretrain_documents(world, random.Random(f"micro-prose:{seed}:train"), PRETRAIN_CHARS)
+    n_valid = int(sum(map(len, train)) * PRETRAIN_VALID_FRACTION)
+    rng = random.Random(f"micro-prose:{seed}:valid")
+    valid = pretrain_documents(world, rng, n_valid, whole_rounds=False)
+    docs = {"train": train, "valid": valid}
+    for split, lines in docs.items():
+        atomic_write_text(out_dir / "pretrain" / f"{split}.txt", "\n".join(lines) + "\n")
+    return docs
+
+
+def _token_stats(tokenizer, records: list[dict]) -> dict[str, float]:
+    """Item length in tokens: content tokens plus a speaker and an <eot> token per message."""
+    contents = [m["content"] for r in records for m in r["messages"]]
+    lengths = iter(len(e.ids) for e in tokenizer.backend_tokenizer.encode_batch(contents, False))
+    per_item = sorted(sum(next(lengths) + 2 for _ in r["messages"]) for r in records)
+    p95 = per_item[min(len(per_item) - 1, int(0.95 * len(per_item)))]
+    return {"mean": round(statistics.fmean(per_item), 1), "p95": p95, "max": per_item[-1]}
+
+
+def _count_tokens(tokenizer, lines: list[str]) -> int:
+    return sum(len(e.ids) for e in tokenizer.backend_tokenizer.encode_batch(lines, False))
+
+
+def build_micro(out_dir: Path, seed: int = 0) -> dict:
+    """Write the whole micro corpus into ``out_dir`` (existing, empty); return a summary."""
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir() or any(out_dir.iterdir()):
+        raise FileExistsError(f"{out_dir} must be an existing empty directory")
+    world = build_world(seed)
+    split_rng = random.Random(f"micro-split:{seed}")
+    facts = {g: split_facts(world.facts(g), split_rng, HELD_OUT_FACTS) for g in FACT_GROUPS}
+    drafts, records = {}, {}
+    for ability in abilities.ABILITIES:
+        spec = _SPEC_BY_KEY[ability.key]
+        drafts[ability.key] = draft_ability(spec, world, facts, seed)
+        records[ability.key] = render_ability(spec, drafts[ability.key], seed)
+        _write_curated(out_dir, ability.key, records[ability.key], seed)
+    ood = ood_sets(world, seed)
+    for key, ood_records in ood.items():
+        write_jsonl(out_dir / "curated" / "test" / f"{key}.json", ood_records)
+    general = general_instructions(world, seed, N_GENERAL)
+    write_jsonl(out_dir / GENERAL_PATH, general)
+    docs = _write_pretrain(out_dir, world, seed)
+    tokenizer = train_tokenizer([out_dir / "pretrain" / "train.txt"], out_dir / "tokenizer")
+    write_json(out_dir / "ground_truth.json", ground_truth(seed, drafts))
+    return _summary(seed, records, ood, general, docs, tokenizer)
+
+
+def _summary(seed, records, ood, general, docs, tokenizer) -> dict:
+    counts = {
+        key: {"full": len(r["train"]), str(SUBSET_SIZE): SUBSET_SIZE, "valid": len(r["valid"]),
+              "test": len(r["test"])}
+        for key, r in records.items()
+    }  # fmt: skip
+    pretrain = {}
+    for split, lines in docs.items():
+        pretrain[f"{split}_docs"] = len(lines)
+        pretrain[f"{split}_chars"] = sum(map(len, lines))
+        pretrain[f"{split}_tokens"] = _count_tokens(tokenizer, lines)
+    item_tokens = {key: _token_stats(tokenizer, [x for s in r.values() for x in s])
+                   for key, r in records.items()}  # fmt: skip
+    text = "".join(docs["train"]) + "".join(
+        m["content"] for r in records.values() for s in r.values() for x in s for m in x["messages"]
+    )
+    return {
+        "seed": seed,
+        "synthetic": True,
+        "abilities": counts,
+        "ood": {key: len(v) for key, v in ood.items()},
+        "general_instruction": len(general),
+        "pretrain": pretrain,
+        "vocab_size": len(tokenizer),
+        "distinct_chinese_chars": len({c for c in text if "\u4e00" <= c <= "\u9fff"}),
+        "item_tokens": item_tokens,
+    }

@@ -1,0 +1,358 @@
+"""The SYNTHETIC micro DoIT corpus: layout, schema per ability, determinism, tokenizer, design.
+
+Tests on the whole corpus use the session fixture ``micro_dir`` (tests/conftest.py),
+built once (~10 s on two cores), and are marked slow; the unit tests at the top
+build only pieces.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from transformers import AutoTokenizer
+
+from doit.data import abilities
+from doit.data.io import sha256_file
+from doit.data.micro import SPECS, build_micro, draft_ability, render_ability
+from doit.data.micro_items import ItemContext
+from doit.data.micro_world import FACT_ATTRS, build_world, split_facts
+from doit.data.tokenizer import SPEAKER_TOKENS, train_tokenizer
+
+OPTION_LINE = re.compile(r"^([A-F])\. \S")
+TF_LABELS = ("正确", "错误", "对", "错")
+CJK = re.compile(r"^[\u4e00-\u9fff]+$")
+BOXED = re.compile(r"\\boxed\{([^{}]+)\}$")
+GENERAL = Path("synthetic/40960/general_instruction_gpt4_41k.json")
+UNDERSTANDING = abilities.get("understanding")  # the one multi-turn exact-match ability
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def split_files(root: Path, key: str) -> dict[str, Path]:
+    cur = root / "curated"
+    return {
+        "full": cur / "full" / f"{key}_full.json",
+        "1000": cur / "1000" / f"{key}_1000.json",
+        "valid": cur / "valid" / f"{key}_valid.json",
+        "test": cur / "test" / f"{key}_test.json",
+    }
+
+
+def options_of(question: str) -> list[str]:
+    return [m.group(1) for line in question.split("\n") if (m := OPTION_LINE.match(line))]
+
+
+def stem_of(record: dict, keep_options: bool = False) -> str:
+    """The prompt without option lines: what must differ between splits (multi-select
+    questions differ only in their options, so theirs are kept)."""
+    text = "\n".join(m["content"] for m in record["messages"][:-1])
+    if keep_options:
+        return text
+    return "\n".join(line for line in text.split("\n") if not OPTION_LINE.match(line))
+
+
+# --- record checks ---------------------------------------------------------------------
+def check_roles(record: dict) -> None:
+    roles = [m["role"] for m in record["messages"]]
+    assert len(roles) >= 2 and len(roles) % 2 == 0, roles
+    assert roles == ["user", "assistant"] * (len(roles) // 2)
+    assert all(isinstance(m["content"], str) and m["content"].strip() for m in record["messages"])
+
+
+def answer_kind(record: dict, ability: abilities.Ability) -> str:
+    """The kind a record's gold has, read off the record the way a scorer would."""
+    question, gold = record["messages"][-2]["content"], record["messages"][-1]["content"]
+    letters = options_of(question)
+    if record["question_format"] == 1:
+        return abilities.OPEN
+    if "answer" in record:
+        assert BOXED.search(gold).group(1) == record["answer"]
+        return abilities.MATH
+    if abilities.MULTISELECT in ability.answer_kinds:
+        last = gold.split("\n")[-1]
+        assert last == "".join(sorted(set(last))) and set(last) <= set(letters)
+        assert 1 <= len(last) <= 3 and letters == list("ABCDEF"[: len(letters)])
+        assert 4 <= len(letters) <= 6
+        return abilities.MULTISELECT
+    if letters:
+        assert len(gold) == 1 and gold in letters and letters == list("ABCDEF"[: len(letters)])
+        return abilities.MC
+    if gold in TF_LABELS:
+        return abilities.TF
+    assert CJK.match(gold) and "____" in question, (question, gold)
+    return abilities.CLOZE
+
+
+def check_record(record: dict, ability: abilities.Ability) -> str:
+    check_roles(record)
+    assert record["type"] == ability.type_name and isinstance(record["idx"], int)
+    kind = answer_kind(record, ability)
+    assert kind in ability.answer_kinds, (ability.key, kind)
+    assert record["question_format"] == (1 if kind == abilities.OPEN else 0)
+    if kind == abilities.OPEN:
+        choices = record["choices"]
+        assert len(choices) == 3 and len(set(choices)) == 3
+        assert choices[0] == record["messages"][-1]["content"]
+    else:
+        assert "choices" not in record
+    assert ("answer" in record) == (kind == abilities.MATH)
+    if ability == UNDERSTANDING:
+        assert len(record["messages"]) > 2
+        assert len(options_of(record["messages"][-2]["content"])) in (3, 4)
+    return kind
+
+
+# --- unit tests (no full build) ----------------------------------------------------------
+def test_world_is_deterministic_and_names_are_unique():
+    first, second = build_world(0), build_world(0)
+    assert first.entities == second.entities and build_world(1).entities != first.entities
+    names = [e["name"] for group in first.entities.values() for e in group]
+    assert len(names) == len(set(names))
+    for group, attrs in FACT_ATTRS.items():
+        assert all(set(attrs) <= set(e) for e in first.entities[group])
+
+
+def test_fact_splits_are_disjoint_and_cover_every_fact():
+    world = build_world(0)
+    facts = world.facts("species")
+    splits = split_facts(facts, random.Random(0), 0.18)
+    keys = [f.key for part in splits.values() for f in part]
+    assert len(keys) == len(set(keys)) == len(facts)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.ability.key)
+def test_every_generator_yields_valid_records(spec):
+    world = build_world(0)
+    rng = random.Random(0)
+    facts = {g: split_facts(world.facts(g), rng, 0.18) for g in FACT_ATTRS}
+    drafts = {
+        split: [spec.make(ItemContext(world, rng, {g: s[split] for g, s in facts.items()}, split))
+                for _ in range(40)]
+        for split in ("test", "valid", "train")
+    }  # fmt: skip
+    records = render_ability(spec, drafts, seed=0)
+    for record in (r for part in records.values() for r in part):
+        check_record(record, spec.ability)
+
+
+def test_draft_ability_keeps_stems_apart_between_splits():
+    spec, world = SPECS[0], build_world(0)
+    facts = {g: split_facts(world.facts(g), random.Random(0), 0.18) for g in FACT_ATTRS}
+    drafts = draft_ability(spec, world, facts, seed=0)
+    stems = {split: {d.stem for d in part} for split, part in drafts.items()}
+    assert (
+        not stems["test"] & stems["valid"] and not (stems["test"] | stems["valid"]) & stems["train"]
+    )
+    train_facts = {d.share_key for d in drafts["train"]}
+    assert not train_facts & {d.share_key for d in drafts["test"]}
+
+
+def test_build_refuses_a_non_empty_dir(tmp_path):
+    (tmp_path / "keep.txt").write_text("x")
+    with pytest.raises(FileExistsError, match="empty"):
+        build_micro(tmp_path)
+
+
+def test_tokenizer_trains_loads_and_isolates_characters(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("斑啾生活在高山。\n函数def f(x): return x*3+1。\n" * 50, encoding="utf-8")
+    train_tokenizer([text], tmp_path / "tok", vocab_size=600)
+    tok = AutoTokenizer.from_pretrained(tmp_path / "tok")
+    assert tok.pad_token == "<pad>" and tok.eos_token == "</s>" and tok.bos_token is None
+    assert len(tok("斑啾生活", add_special_tokens=False)["input_ids"]) == 4
+    assert len(tok("123", add_special_tokens=False)["input_ids"]) == 3
+    for token in SPEAKER_TOKENS:
+        assert len(tok(token, add_special_tokens=False)["input_ids"]) == 1
+
+
+# --- the built corpus -----------------------------------------------------------------------
+@pytest.mark.slow
+def test_layout_and_counts(micro_dir, micro_summary):
+    for spec in SPECS:
+        files = split_files(micro_dir, spec.ability.key)
+        counts = {split: len(read_jsonl(path)) for split, path in files.items()}
+        assert counts == {"full": spec.pool_size, "1000": 1000, "valid": 100, "test": 100}
+        assert spec.pool_size >= 1000
+        full = {json.dumps(r, ensure_ascii=False) for r in read_jsonl(files["full"])}
+        assert {json.dumps(r, ensure_ascii=False) for r in read_jsonl(files["1000"])} <= full
+    for ood in abilities.OOD:
+        assert len(read_jsonl(micro_dir / "curated" / "test" / f"{ood.key}.json")) == 40
+    assert len(read_jsonl(micro_dir / GENERAL)) >= 40_960
+    for name in ("ground_truth.json", "pretrain/train.txt", "pretrain/valid.txt"):
+        assert (micro_dir / name).is_file()
+    assert micro_summary["abilities"]["math"]["full"] == 3000
+
+
+@pytest.mark.slow
+def test_schema_per_ability(micro_dir):
+    for spec in SPECS:
+        kinds = Counter()
+        records = [
+            r for p in split_files(micro_dir, spec.ability.key).values() for r in read_jsonl(p)
+        ]
+        for record in records:
+            kinds[check_record(record, spec.ability)] += 1
+        assert set(kinds) == set(spec.ability.answer_kinds), (spec.ability.key, kinds)
+        full_and_held = [
+            r
+            for p in ("full", "valid", "test")
+            for r in read_jsonl(split_files(micro_dir, spec.ability.key)[p])
+        ]
+        idx = [r["idx"] for r in full_and_held]
+        assert len(idx) == len(set(idx))
+
+
+@pytest.mark.slow
+def test_gold_letters_are_balanced(micro_dir):
+    for spec in SPECS:
+        if abilities.MC not in spec.ability.answer_kinds:
+            continue
+        for split in ("full", "test"):
+            by_n = {}
+            for r in read_jsonl(split_files(micro_dir, spec.ability.key)[split]):
+                letters = options_of(r["messages"][-2]["content"])
+                gold = r["messages"][-1]["content"]
+                if letters and len(gold) == 1 and "answer" not in r:
+                    by_n.setdefault(len(letters), Counter())[gold] += 1
+            for n, counts in by_n.items():
+                assert len(counts) == n and max(counts.values()) - min(counts.values()) <= 1, counts
+
+
+@pytest.mark.slow
+def test_splits_share_no_question(micro_dir):
+    for spec in SPECS:
+        files = split_files(micro_dir, spec.ability.key)
+        keep = abilities.MULTISELECT in spec.ability.answer_kinds
+        stems = {
+            s: {stem_of(r, keep) for r in read_jsonl(files[s])} for s in ("full", "valid", "test")
+        }
+        assert not stems["full"] & stems["valid"]
+        assert not stems["full"] & stems["test"]
+        assert not stems["valid"] & stems["test"]
+
+
+@pytest.mark.slow
+def test_ood_sets_are_five_shot(micro_dir):
+    in_domain_questions = {
+        stem_of(r)
+        for spec in SPECS
+        for p in split_files(micro_dir, spec.ability.key).values()
+        for r in read_jsonl(p)
+    }
+    for ood in abilities.OOD:
+        for record in read_jsonl(micro_dir / "curated" / "test" / f"{ood.key}.json"):
+            check_roles(record)
+            assert len(record["messages"]) == 12 and record["question_format"] == 0
+            assert record["type"] == ood.type_name
+            for user, gold in zip(record["messages"][::2], record["messages"][1::2], strict=True):
+                assert options_of(user["content"]) == list("ABCD")
+                assert gold["content"] in "ABCD" and len(gold["content"]) == 1
+            assert stem_of(record) not in in_domain_questions
+
+
+@pytest.mark.slow
+def test_general_instructions_are_messages_only_free_chat(micro_dir):
+    for record in read_jsonl(micro_dir / GENERAL):
+        assert set(record) == {"messages"}
+        check_roles(record)
+        for message in record["messages"]:
+            assert not options_of(message["content"]) and "\\boxed" not in message["content"]
+
+
+def build_hashes(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.slow
+def test_same_seed_same_bytes_other_seed_differs(micro_dir, tmp_path):
+    (tmp_path / "again").mkdir()
+    (tmp_path / "other").mkdir()
+    build_micro(tmp_path / "again", seed=0)
+    build_micro(tmp_path / "other", seed=1)
+    reference = build_hashes(micro_dir)
+    assert build_hashes(tmp_path / "again") == reference
+    other = build_hashes(tmp_path / "other")
+    assert other.keys() == reference.keys()
+    same = {name for name in reference if other[name] == reference[name]}
+    assert same == {"tokenizer/tokenizer_config.json"}  # settings only; the vocab differs
+
+
+@pytest.mark.slow
+def test_tokenizer_vocab_and_item_lengths(micro_dir):
+    tok = AutoTokenizer.from_pretrained(micro_dir / "tokenizer")
+    assert len(tok) <= 4096 and tok.model_max_length == 512 and tok.bos_token is None
+    assert tok.pad_token == "<pad>" and tok.eos_token == "</s>"
+    assert all(len(tok(t, add_special_tokens=False)["input_ids"]) == 1 for t in SPEAKER_TOKENS)
+    for spec in SPECS:
+        records = read_jsonl(split_files(micro_dir, spec.ability.key)["full"])
+        lengths = [
+            sum(
+                len(tok(m["content"], add_special_tokens=False)["input_ids"]) + 2
+                for m in r["messages"]
+            )
+            for r in records
+        ]
+        if abilities.MATH in spec.ability.answer_kinds:
+            assert max(lengths) < 200
+        else:
+            assert sum(n < 100 for n in lengths) / len(lengths) >= 0.9, spec.ability.key
+
+
+@pytest.mark.slow
+def test_every_character_is_in_the_prose_and_one_token(micro_dir):
+    prose = set((micro_dir / "pretrain" / "train.txt").read_text(encoding="utf-8"))
+    used = set()
+    for path in sorted((micro_dir / "curated").rglob("*.json")) + [micro_dir / GENERAL]:
+        used |= set(path.read_text(encoding="utf-8"))
+    cjk = sorted(c for c in used if "\u4e00" <= c <= "\u9fff")
+    assert not set(cjk) - prose
+    assert len(cjk) < 1000  # a small character set
+    tok = AutoTokenizer.from_pretrained(micro_dir / "tokenizer")
+    assert all(len(ids) == 1 for ids in tok(cjk, add_special_tokens=False)["input_ids"])
+
+
+@pytest.mark.slow
+def test_pretrain_size_and_no_question_in_prose(micro_dir, micro_summary):
+    train = (micro_dir / "pretrain" / "train.txt").read_text(encoding="utf-8")
+    valid = (micro_dir / "pretrain" / "valid.txt").read_text(encoding="utf-8")
+    tok = AutoTokenizer.from_pretrained(micro_dir / "tokenizer")
+    lines = train.splitlines()
+    n_tokens = sum(len(ids) for ids in tok(lines, add_special_tokens=False)["input_ids"])
+    assert n_tokens >= 1_000_000 and n_tokens == micro_summary["pretrain"]["train_tokens"]
+    assert 0.02 <= len(valid) / len(train) <= 0.05
+    prose = train + valid
+    for path in sorted((micro_dir / "curated").glob("[vt]*/*.json")):
+        for record in read_jsonl(path):
+            stem = stem_of(record)
+            sentences = [s for line in stem.split("\n") for s in line.split("。") if len(s) >= 6]
+            assert stem not in prose and not any(s + "。" in prose for s in sentences), stem
+
+
+@pytest.mark.slow
+def test_ground_truth_matches_the_design(micro_dir):
+    truth = json.loads((micro_dir / "ground_truth.json").read_text(encoding="utf-8"))
+    assert truth["synthetic"] is True and truth["seed"] == 0
+    table = truth["abilities"]
+    assert tuple(table) == abilities.ABILITY_KEYS
+    fields = {"needs_pretrained_facts", "steps", "learnable", "expected_plateau", "saturates_at",
+              "shared_fraction", "shares_with", "notes"}  # fmt: skip
+    for key, row in table.items():
+        assert fields <= set(row)
+        assert 0.0 <= row["shared_fraction"] <= 1.0
+        assert (row["shared_fraction"] > 0) == bool(row["shares_with"])
+        assert all(key in table[other]["shares_with"] for other in row["shares_with"])
+        assert (row["expected_plateau"] is None) == row["learnable"]
+    pairs = {key: set(row["shares_with"]) for key, row in table.items()}
+    sharing = {k for k, v in pairs.items() if v}
+    assert len(sharing) == 4  # history-chinese and reasoning-understanding, the rest isolated
+    assert sum(row["learnable"] is False for row in table.values()) == 2
+    assert sum(row["saturates_at"] is not None for row in table.values()) == 1
