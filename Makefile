@@ -27,7 +27,7 @@ check-cxx:
 demo: $(VENV)/.installed check-cxx
 	$(PY) -m doit.data micro --out $(DEMO_DIR)
 	$(PY) -m doit.data validate $(DEMO_DIR)
-	$(PY) -m doit.data stats $(DEMO_DIR) --plot $(DEMO_DIR)/lengths.png
+	$(PY) -m doit.data stats $(DEMO_DIR) --tokenizer $(DEMO_DIR)/tokenizer --plot $(DEMO_DIR)/lengths.png
 
 test: $(VENV)/.installed check-cxx
 	$(PY) -m pytest -q --durations=15

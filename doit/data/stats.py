@@ -34,19 +34,27 @@ def load_all(root: Path) -> dict[str, list[dict]]:
 def stats_table(splits: dict[str, list[dict]], tokenizer=None) -> pd.DataFrame:
     rows = []
     for split, items in splits.items():
-        frame = pd.DataFrame({
-            "ability": [it["ability"] for it in items],
-            "kind": [it["answer_kind"] or "-" for it in items],
-            "turns": [len(it["messages"]) // 2 for it in items],
-            "chars": [len(conversation_text(it)) for it in items],
-        })
+        frame = pd.DataFrame(
+            {
+                "ability": [it["ability"] for it in items],
+                "kind": [it["answer_kind"] or "-" for it in items],
+                "turns": [len(it["messages"]) // 2 for it in items],
+                "chars": [len(conversation_text(it)) for it in items],
+            }
+        )
         if tokenizer is not None:
             texts = [conversation_text(it) for it in items]
-            frame["tokens"] = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+            frame["tokens"] = [
+                len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]
+            ]
         for key, g in frame.groupby("ability", sort=True):
-            row = {"split": split, "ability": key, "n": len(g),
-                   "kinds": ",".join(f"{k}:{v}" for k, v in sorted(g["kind"].value_counts().items())),
-                   "turns_mean": round(g["turns"].mean(), 2)}
+            row = {
+                "split": split,
+                "ability": key,
+                "n": len(g),
+                "kinds": ",".join(f"{k}:{v}" for k, v in sorted(g["kind"].value_counts().items())),
+                "turns_mean": round(g["turns"].mean(), 2),
+            }
             for col in [c for c in ("chars", "tokens") if c in g]:
                 for q in (50, 90, 99):
                     row[f"{col}_p{q}"] = int(np.percentile(g[col], q))
@@ -60,9 +68,15 @@ def plot_lengths(splits: dict[str, list[dict]], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = sorted({it["ability"] for items in splits.values() for it in items})
+    present = {it["ability"] for items in splits.values() for it in items}
+    keys = [k for k in (*(a.key for a in ab.ALL), ab.SYNTHETIC) if k in present]
     cols = 4
-    fig, axes = plt.subplots((len(keys) + cols - 1) // cols, cols, figsize=(4 * cols, 2.6 * ((len(keys) + cols - 1) // cols)), squeeze=False)
+    fig, axes = plt.subplots(
+        (len(keys) + cols - 1) // cols,
+        cols,
+        figsize=(4 * cols, 2.6 * ((len(keys) + cols - 1) // cols)),
+        squeeze=False,
+    )
     for ax, key in zip(axes.flat, keys):
         for split, items in splits.items():
             lengths = [len(conversation_text(it)) for it in items if it["ability"] == key]
@@ -71,7 +85,7 @@ def plot_lengths(splits: dict[str, list[dict]], path: Path) -> Path:
         ax.set_title(key, fontsize=9)
         ax.set_xlabel("characters", fontsize=8)
         ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(keys):]:
+    for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
