@@ -4,6 +4,8 @@
         [--abilities a,b] [--ood] --out PRED.jsonl
     python -m doit.eval score PRED.jsonl --data DOIT_DIR --split test --out SCORES.json \\
         [--math paper|verify] [--ties correct|wrong]
+    python -m doit.eval bench --model DIR [--adapter DIR] --tasks cmmlu,agieval,ceval \\
+        --data-dir BENCH_DIR --shots 0,5 --out BENCH.json
 """
 
 from __future__ import annotations
@@ -60,6 +62,22 @@ def cmd_score(a) -> int:
     return 0
 
 
+def cmd_bench(a) -> int:
+    from doit.eval.bench import letter_tokens, make_lm, run_bench
+
+    lm = make_lm(a.model, a.adapter, a.dtype, a.batch_size)
+    run = {"model": a.model, "adapter": a.adapter, "letter_tokens": letter_tokens(lm)}
+    result = run_bench(lm, a.data_dir, a.tasks, a.shots, **run)
+    write_json(a.out, result)
+    for bench, by_shots in result["benchmarks"].items():
+        for k, entry in by_shots.items():
+            print(
+                f"{bench:8s} {k}-shot  macro {entry['macro']:6.2f}  micro {entry['micro']:6.2f}"
+                f"  ({len(entry['subjects'])} subjects)"
+            )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m doit.eval", description="per-ability evaluation")
     sub = p.add_subparsers(dest="command", required=True)
@@ -90,7 +108,36 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--math", choices=["paper", "verify"], default="paper")
     sc.add_argument("--ties", choices=["correct", "wrong"], default="correct")
     sc.set_defaults(func=cmd_score)
+    _add_bench(sub)
     return p
+
+
+def _add_bench(sub) -> None:
+    from doit.eval.bench import benchmark_list, shot_list
+
+    be = sub.add_parser("bench", help="CMMLU / AGIEval / C-Eval via lm-eval; write BENCH.json")
+    be.add_argument(
+        "--model", required=True, help="model directory (full model or the adapter's base)"
+    )
+    be.add_argument("--adapter", help="PEFT adapter directory")
+    be.add_argument(
+        "--tasks",
+        type=benchmark_list,
+        default=["cmmlu", "agieval", "ceval"],
+        help="comma-separated: cmmlu,agieval,ceval (default: all three)",
+    )
+    be.add_argument(
+        "--data-dir",
+        required=True,
+        help="folder holding cmmlu/, agieval/, ceval/ in their distributed formats",
+    )
+    be.add_argument(
+        "--shots", type=shot_list, default=[0, 5], help="comma-separated, 0..5 (default 0,5)"
+    )
+    be.add_argument("--out", required=True)
+    be.add_argument("--batch-size", type=int, default=16)
+    be.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto")
+    be.set_defaults(func=cmd_bench)
 
 
 def main(argv: list[str] | None = None) -> int:
