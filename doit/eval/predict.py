@@ -49,10 +49,12 @@ def letter_token_ids(tokenizer) -> dict[str, int]:
     out = {}
     for letter in LETTERS:
         ids = encode(tokenizer, prompt + letter)
-        new = ids[len(base):] if ids[: len(base)] == base else []
+        new = ids[len(base) :] if ids[: len(base)] == base else []
         new = [t for t in new if tokenizer.decode([t]).strip()]
         if not new:
-            raise ValueError(f"cannot find the token the model emits for {letter!r} after the prompt")
+            raise ValueError(
+                f"cannot find the token the model emits for {letter!r} after the prompt"
+            )
         out[letter] = new[0]
     if len(set(out.values())) != len(out):
         raise ValueError(f"option letters share tokens in this tokenizer: {out}")
