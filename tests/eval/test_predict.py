@@ -41,7 +41,7 @@ def test_first_step_logits_are_per_option(items):
     assert all("letter_logits" not in p for p in preds if p["type"] in ("math", "ethics"))
 
 
-def train_to_memorise(model, tok, items, steps=120):
+def train_to_memorise(model, tok, items, steps=60):
     """Full-batch training on the assistant tokens of ``items`` (open items: their gold choice)."""
     encs = [tok.apply_chat_template(it["messages"] if it["answer_kind"] != ab.OPEN else
                                     it["messages"][:-1] + [{"role": "assistant", "content": it["choices"][0]}],
