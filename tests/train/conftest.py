@@ -1,0 +1,78 @@
+"""Session fixtures for the SFT recipe tests: tiny bases, data, and a runner for the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.train.tiny import FIXTURE, REPO, make_base
+
+RECIPE = REPO / "recipes" / "sft.py"
+MICRO = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
+BIN = Path(sys.executable).parent
+PY = [sys.executable]
+
+
+@pytest.fixture(scope="session")
+def base(tmp_path_factory) -> Path:
+    return make_base(tmp_path_factory.mktemp("base") / "llama")
+
+
+@pytest.fixture(scope="session")
+def resformer_base(tmp_path_factory) -> Path:
+    pytest.importorskip("doit.models")
+    return make_base(tmp_path_factory.mktemp("base") / "resformer", arch="resformer")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("doit_cache")
+
+
+def env_for(cache: Path) -> dict:
+    env = dict(os.environ)
+    env.update(
+        DOIT_CACHE=str(cache),
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONPATH=str(REPO),
+        TORCH_EXTENSIONS_DIR=env.get(
+            "TORCH_EXTENSIONS_DIR", str(Path(sys.prefix) / "torch_extensions")
+        ),
+    )
+    env.pop("WORLD_SIZE", None)
+    return env
+
+
+def recipe_args(base: Path, out: Path, **keys) -> list[str]:
+    """The micro config, fixture data, and ``keys`` as --key value overrides."""
+    keys = {"doit_dir": FIXTURE, "per_ability": 1, **keys}
+    argv = ["--config", str(MICRO), "--model_name_or_path", str(base), "--output_dir", str(out)]
+    for k, v in keys.items():
+        argv += [f"--{k}", *(map(str, v) if isinstance(v, list | tuple) else [str(v)])]
+    return argv
+
+
+def run_recipe(launcher: list[str], argv: list[str], cache: Path, timeout=300, check=True):
+    cmd = [*launcher, str(RECIPE), *argv]
+    proc = subprocess.run(
+        cmd, cwd=REPO, env=env_for(cache), capture_output=True, text=True, timeout=timeout
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        )
+    return proc
+
+
+def metrics(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def train_logs(out: Path) -> list[dict]:
+    return [r for r in metrics(out) if "loss" in r]

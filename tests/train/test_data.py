@@ -1,0 +1,184 @@
+"""doit.train.data: which items, labels token by token, the tokenised cache."""
+
+import contextlib
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+from doit.data import abilities as ab
+from doit.data.load import load_items
+from doit.data.subsets import per_ability_cells
+from doit.train import data
+from doit.train.args import DoitDataArguments
+from doit.train.chat import ASSISTANT, EOT, USER, prepare_tokenizer
+from tests.data.pools import uniform, write_pool
+from tests.train.tiny import FIXTURE, train_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    tok = train_tokenizer()
+    assert prepare_tokenizer(tok) == 3  # the base lacks the speaker tokens
+    return tok
+
+
+def expected_mask(ids: list[int], tok) -> list[bool]:
+    """Independent of the template's masks: True from after each <assistant> to its <eot>."""
+    a, e = tok.convert_tokens_to_ids(ASSISTANT), tok.convert_tokens_to_ids(EOT)
+    out, inside = [], False
+    for t in ids:
+        if t == a:
+            out.append(False)
+            inside = True
+        elif inside and t == e:
+            out.append(True)
+            inside = False
+        else:
+            out.append(inside)
+    return out
+
+
+def test_labels_mask_exactly_the_non_assistant_tokens_of_a_multi_turn_item(tokenizer):
+    item = next(it for it in load_items(FIXTURE, "train") if len(it["messages"]) >= 4)
+    template = data.training_template(tokenizer)
+    ids, labels = data.encode(item["messages"], tokenizer, template, 1024, assistant_only=True)
+    tokens = tokenizer.convert_ids_to_tokens(ids)
+    assert tokens[0] == USER and tokens.count(ASSISTANT) == len(item["messages"]) // 2
+    for i, (t, label, trained) in enumerate(
+        zip(ids, labels, expected_mask(ids, tokenizer), strict=True)
+    ):
+        assert label == (t if trained else -100), f"token {i} {tokens[i]!r}"
+    assert labels[-1] == tokenizer.convert_tokens_to_ids(EOT)  # every assistant turn ends trained
+    assistant_text = tokenizer.decode([t for t in labels if t != -100])
+    for turn in item["messages"][1::2]:
+        assert turn["content"] in assistant_text
+
+
+def test_full_sequence_loss_and_truncation(tokenizer):
+    item = load_items(FIXTURE, "train")[0]
+    template = data.training_template(tokenizer)
+    ids, labels = data.encode(item["messages"], tokenizer, template, 7, assistant_only=False)
+    assert labels == ids and len(ids) == 7
+
+
+def test_items_come_from_doit_data(tmp_path):
+    root = write_pool(tmp_path / "pool", uniform(6))
+    args = DoitDataArguments(
+        doit_dir=str(root), per_ability=4, exclude_abilities=["ethics"], sample_seed=3
+    )
+    got = data.train_items(args)
+    keys = [k for k in ab.ABILITY_KEYS if k != "ethics"]
+    want = per_ability_cells(load_items(root, "1000"), [4], 3, keys)[4]
+    assert [it["uid"] for it in got] == [it["uid"] for it in want] and len(got) == 36
+
+
+def test_mix_and_synthetic_sources(tmp_path):
+    root = write_pool(tmp_path / "pool", uniform(5), synthetic=20)
+    mix = tmp_path / "mix.yaml"
+    mix.write_text("seed: 1\ncounts: {math: 2, code: all}\nsynthetic: 3\n")
+    items = data.train_items(DoitDataArguments(doit_dir=str(root), mix=str(mix)))
+    assert sorted(it["ability"] for it in items) == ["code"] * 5 + ["math"] * 2 + [ab.SYNTHETIC] * 3
+    syn = data.train_items(DoitDataArguments(doit_dir=str(root), synthetic=7))
+    assert len(syn) == 7 and {it["ability"] for it in syn} == {ab.SYNTHETIC}
+
+
+def _build(train, valid, tokenizer, max_length=64):
+    template = data.training_template(tokenizer)
+    return data.load_or_build(
+        train, valid, tokenizer, template, max_length, True, contextlib.nullcontext()
+    )
+
+
+def test_second_build_is_a_cache_hit_and_does_not_tokenise(
+    tmp_path, monkeypatch, tokenizer, caplog
+):
+    monkeypatch.setenv("DOIT_CACHE", str(tmp_path))
+    train, valid = load_items(FIXTURE, "train"), load_items(FIXTURE, "valid", ood=False)
+    with caplog.at_level(logging.INFO, logger="doit.train"):
+        first, info = _build(train, valid, tokenizer)
+        assert "tokenised-cache miss" in caplog.text
+        caplog.clear()
+        monkeypatch.setattr(data, "tokenise", lambda *a, **k: pytest.fail("tokenised again"))
+        second, info2 = _build(train, valid, tokenizer)
+    assert "tokenised-cache hit" in caplog.text and info2["cache_key"] == info["cache_key"]
+    assert second["train"]["input_ids"] == first["train"]["input_ids"]
+    assert [p.name for p in (tmp_path / "tok").iterdir()] == [info["cache_key"]]  # no temp left
+
+
+def test_cache_key_follows_max_length_template_and_items(tokenizer):
+    train, valid = load_items(FIXTURE, "train"), []
+    template = data.training_template(tokenizer)
+    key = data.cache_key(train, valid, tokenizer, template, 64, True)
+    assert key == data.cache_key(train, valid, tokenizer, template, 64, True)
+    assert key != data.cache_key(train, valid, tokenizer, template, 65, True)
+    assert key != data.cache_key(train, valid, tokenizer, template + " ", 64, True)
+    assert key != data.cache_key(train[1:], valid, tokenizer, template, 64, True)
+    assert key != data.cache_key(train, valid, tokenizer, template, 64, False)
+
+
+def test_build_groups_valid_by_ability(tmp_path, monkeypatch, tokenizer):
+    monkeypatch.setenv("DOIT_CACHE", str(tmp_path))
+    training = SimpleNamespace(
+        max_length=128,
+        assistant_only_loss=True,
+        eval_strategy="epoch",
+        packing=False,
+        main_process_first=lambda **k: contextlib.nullcontext(),
+    )
+    args = SimpleNamespace(
+        data=DoitDataArguments(doit_dir=str(FIXTURE), per_ability=1), training=training
+    )
+    built = data.build(args, tokenizer)
+    assert built.train.column_names == ["input_ids", "labels"] and len(built.train) == 10
+    assert list(built.valid) == [k for k in ab.ABILITY_KEYS if k in built.info["valid_counts"]]
+    assert built.info["train_counts"] == {k: 1 for k in sorted(ab.ABILITY_KEYS)}
+    assert built.info["tokenised"]["train"] == {"items": 10, "kept": 10, "dropped_no_target": 0}
+
+
+def test_items_whose_answer_is_truncated_away_are_dropped(tokenizer):
+    items = load_items(FIXTURE, "train")
+    template = data.training_template(tokenizer)
+    ds, dropped = data.tokenise(items, tokenizer, template, 40, assistant_only=True)
+    assert dropped > 0 and len(ds) + dropped == len(items)
+    assert all(any(t != -100 for t in labels) for labels in ds["labels"])
+
+
+def test_native_format_uses_trls_training_template_of_the_base(tokenizer):
+    from importlib import resources
+
+    tok = train_tokenizer()
+    chatml = resources.files("trl").joinpath("chat_templates", "qwen2_5.jinja").read_text()
+    tok.chat_template = chatml
+    assert prepare_tokenizer(tok, chat_format="native") == 0 and tok.chat_template == chatml
+    template = data.training_template(tok)
+    assert template != chatml and "{% generation %}" in template
+    messages = [
+        {"role": "user", "content": "问题一"},
+        {"role": "assistant", "content": "答案一"},
+        {"role": "user", "content": "问题二"},
+        {"role": "assistant", "content": "答案二"},
+    ]
+    ids, labels = data.encode(messages, tok, template, 1024, assistant_only=True)
+    trained = tok.decode([t for t in labels if t != -100])
+    assert "答案一" in trained and "答案二" in trained and "问题" not in trained
+    assert "<|im_end|>" in trained  # the end-of-turn of each assistant turn is a target
+
+
+def test_bfd_packing_keeps_sequence_boundaries_for_the_padding_free_collator(tokenizer):
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+    template = data.training_template(tokenizer)
+    ds, _ = data.tokenise(load_items(FIXTURE, "train"), tokenizer, template, 128, True)
+    packed = data.pack(ds, 256)
+    assert set(packed.column_names) == {"input_ids", "labels", "seq_lengths"}
+    assert len(packed) < len(ds) and sum(map(sum, packed["seq_lengths"])) == sum(
+        map(len, ds["input_ids"])
+    )
+    collate = DataCollatorForLanguageModeling(
+        pad_token_id=tokenizer.pad_token_id, padding_free=True
+    )
+    batch = collate([packed[0]])
+    starts = (batch["position_ids"][0] == 0).nonzero().flatten().tolist()
+    assert len(starts) == len(packed[0]["seq_lengths"])  # attention restarts at every item
+    assert all(batch["labels"][0][s] == -100 for s in starts)
