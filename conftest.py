@@ -30,7 +30,11 @@ def _is_loopback(host) -> bool:
         return False
 
 
-_connect, _connect_ex, _getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+_connect, _connect_ex, _getaddrinfo = (
+    socket.socket.connect,
+    socket.socket.connect_ex,
+    socket.getaddrinfo,
+)
 
 
 def _check(sock, address):
@@ -59,4 +63,8 @@ def _offline_guard():
     socket.socket.connect, socket.socket.connect_ex = _guarded_connect, _guarded_connect_ex
     socket.getaddrinfo = _guarded_getaddrinfo
     yield
-    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = _connect, _connect_ex, _getaddrinfo
+    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = (
+        _connect,
+        _connect_ex,
+        _getaddrinfo,
+    )

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from doit.data import abilities as ab
 from doit.data.io import write_jsonl
 from doit.data.layout import SPLIT_DIRS
 from doit.data.load import load_items
@@ -28,8 +27,18 @@ from doit.data.validate import validate_path
 from doit.train.chat import prepare_tokenizer
 from doit.train.data import tokenise, training_template
 
-DOIT_FULL = dict(biology=1042, history=1893, code=4968, creative_writing=1000, chinese=1450,
-                 understanding=4885, role_play=1000, reasoning=12751, math=11501, ethics=1000)
+DOIT_FULL = dict(
+    biology=1042,
+    history=1893,
+    code=4968,
+    creative_writing=1000,
+    chinese=1450,
+    understanding=4885,
+    role_play=1000,
+    reasoning=12751,
+    math=11501,
+    ethics=1000,
+)
 
 
 def doit_sized(micro: Path, out: Path) -> Path:
@@ -74,7 +83,9 @@ def run(root: Path, tokenizer, template: str, pool: str, work: Path) -> dict[str
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--micro", default="data/generated/micro", help="micro corpus (make demo builds it)")
+    p.add_argument(
+        "--micro", default="data/generated/micro", help="micro corpus (make demo builds it)"
+    )
     a = p.parse_args()
     micro = Path(a.micro)
     tok = AutoTokenizer.from_pretrained(micro / "tokenizer")
@@ -83,15 +94,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         big = doit_sized(micro, tmp / "doit40k")
-        rows = {"micro": run(micro, tok, template, "full", tmp / "w1"),
-                "doit-sized": run(big, tok, template, "full", tmp / "w2")}
-    print(f"{'corpus':<12}{'records':>9}{'tokenised':>10}{'validate s':>12}{'subset s':>10}{'tokenise s':>12}{'total s':>9}")
+        rows = {
+            "micro": run(micro, tok, template, "full", tmp / "w1"),
+            "doit-sized": run(big, tok, template, "full", tmp / "w2"),
+        }
+    print(
+        f"{'corpus':<12}{'records':>9}{'tokenised':>10}{'validate s':>12}{'subset s':>10}{'tokenise s':>12}{'total s':>9}"
+    )
     for name, t in rows.items():
         total = t["validate"] + t["subset"] + t["tokenise"]
-        print(f"{name:<12}{t['records']:>9}{t['train_items_tokenised']:>10}{t['validate']:>12.2f}"
-              f"{t['subset']:>10.2f}{t['tokenise']:>12.2f}{total:>9.2f}")
+        print(
+            f"{name:<12}{t['records']:>9}{t['train_items_tokenised']:>10}{t['validate']:>12.2f}"
+            f"{t['subset']:>10.2f}{t['tokenise']:>12.2f}{total:>9.2f}"
+        )
     big_total = sum(rows["doit-sized"][k] for k in ("validate", "subset", "tokenise"))
-    print(f"DoIT-sized total {big_total:.1f} s (budget 30 s): {'OK' if big_total < 30 else 'OVER BUDGET'}")
+    print(
+        f"DoIT-sized total {big_total:.1f} s (budget 30 s): {'OK' if big_total < 30 else 'OVER BUDGET'}"
+    )
 
 
 if __name__ == "__main__":

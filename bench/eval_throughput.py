@@ -24,9 +24,17 @@ from doit.train.chat import prepare_tokenizer
 
 def micro_model(tokenizer) -> LlamaForCausalLM:
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=384, num_hidden_layers=4,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=1024,
-                      pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
+    cfg = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=384,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -38,10 +46,19 @@ def timed(fn) -> tuple[float, object]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default="data/generated/micro", help="DoIT dir with tokenizer/ (make demo builds it)")
+    p.add_argument(
+        "--data",
+        default="data/generated/micro",
+        help="DoIT dir with tokenizer/ (make demo builds it)",
+    )
     p.add_argument("--per-ability", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--math-tokens", type=int, default=64, help="max_new_tokens for math (default 512 is slow on CPU)")
+    p.add_argument(
+        "--math-tokens",
+        type=int,
+        default=64,
+        help="max_new_tokens for math (default 512 is slow on CPU)",
+    )
     a = p.parse_args()
     root = Path(a.data)
     tok = AutoTokenizer.from_pretrained(root / "tokenizer")
@@ -61,7 +78,9 @@ def main() -> None:
     print(f"{'batched':<16}{t_batch:>10.2f}{n / t_batch:>10.2f}")
     print(f"speed-up: {t_single / t_batch:.2f}x (goal >= 5x)")
     same = sum(b["prediction"] == s["prediction"] for b, s in zip(batched, single))
-    print(f"identical predictions: {same}/{n} (padding changes float rounding, so a few may differ)")
+    print(
+        f"identical predictions: {same}/{n} (padding changes float rounding, so a few may differ)"
+    )
 
 
 if __name__ == "__main__":

@@ -167,6 +167,7 @@ def _last_user_text(record: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------- shingles and MinHash
 
+
 @functools.lru_cache(maxsize=1 << 12)
 def _shingles(text: str, ngram: int) -> frozenset[str]:
     """The set of character n-grams of ``text`` (the whole text when it is shorter)."""

@@ -17,10 +17,20 @@ def test_curate_cli_decontaminates_against_valid_test(tmp_path, capsys):
     extra["messages"][0]["content"] = "判断：汉朝的开国皇帝是刘邦，这是一个完全不同的新问题。"
     extra["idx"] = 99
     dup = extra
-    (src / "history.jsonl").write_text("\n".join([*train, json.dumps(extra, ensure_ascii=False), json.dumps(dup, ensure_ascii=False)]) + "\n", encoding="utf-8")
-    assert main(["curate", str(src), "--against", str(FIXTURE), "--out", str(tmp_path / "out")]) == 0
+    (src / "history.jsonl").write_text(
+        "\n".join(
+            [*train, json.dumps(extra, ensure_ascii=False), json.dumps(dup, ensure_ascii=False)]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    assert (
+        main(["curate", str(src), "--against", str(FIXTURE), "--out", str(tmp_path / "out")]) == 0
+    )
     items, problems = read_items(tmp_path / "out/history.jsonl")
-    assert problems == [] and [it["idx"] for it in items] == [99]  # the 3 copies of test items are dropped
+    assert problems == [] and [it["idx"] for it in items] == [
+        99
+    ]  # the 3 copies of test items are dropped
     report = json.loads((tmp_path / "out/curate_report.json").read_text())
     reasons = sorted(d["reason"] for d in report["dropped"])
     assert reasons == ["contaminated_exact"] * 3 + ["exact_duplicate"]

@@ -32,7 +32,8 @@ def test_killed_directory_write_keeps_previous_output(tmp_path):
     out, ready = tmp_path / "cell", tmp_path / "ready"
     out.mkdir()
     (out / "old.jsonl").write_text("previous\n")
-    proc = run_until_ready(f"""
+    proc = run_until_ready(
+        f"""
         import time
         from pathlib import Path
         from doit.data.io import atomic_output_dir, write_jsonl
@@ -40,7 +41,9 @@ def test_killed_directory_write_keeps_previous_output(tmp_path):
             write_jsonl(tmp / "new.jsonl", [{{"a": 1}}] * 1000)
             Path({str(ready)!r}).touch()
             time.sleep(60)
-    """, ready)
+    """,
+        ready,
+    )
     kill(proc)
     assert sorted(p.name for p in out.iterdir()) == ["old.jsonl"]
     assert (out / "old.jsonl").read_text() == "previous\n"
@@ -49,7 +52,8 @@ def test_killed_directory_write_keeps_previous_output(tmp_path):
 def test_killed_file_write_keeps_previous_file(tmp_path):
     target, ready = tmp_path / "scores.json", tmp_path / "ready"
     target.write_text("old")
-    proc = run_until_ready(f"""
+    proc = run_until_ready(
+        f"""
         import os, time
         from pathlib import Path
         import doit.data.io as io
@@ -58,7 +62,9 @@ def test_killed_file_write_keeps_previous_file(tmp_path):
             time.sleep(60)
         io.os.fsync = stall
         io.atomic_write_text(Path({str(target)!r}), "new" * 100000)
-    """, ready)
+    """,
+        ready,
+    )
     kill(proc)
     assert target.read_text() == "old"
     leftovers = [p.name for p in tmp_path.iterdir() if p.name not in ("scores.json", "ready")]

@@ -47,7 +47,9 @@ def test_hf_dataset_saved_to_disk(tmp_path):
 def test_load_raises_with_every_problem(tmp_path):
     root = tmp_path / "dl"
     shutil.copytree(FIXTURE, root)
-    (root / "curated/test/biology_test.json").write_text("{bad\n{\"messages\": []}\n", encoding="utf-8")
+    (root / "curated/test/biology_test.json").write_text(
+        '{bad\n{"messages": []}\n', encoding="utf-8"
+    )
     with pytest.raises(DataError) as e:
         load_split(root, "test")
     lines = [str(p) for p in e.value.problems]

@@ -11,8 +11,18 @@ from doit.data.mixes import MixError, build_mix, fill_equal, load_mix, parse_mix
 from tests.data.pools import uniform, write_pool
 
 MIXES = Path(__file__).parents[2] / "recipes" / "mixes"
-DOIT_FULL = dict(biology=1042, history=1893, code=4968, creative_writing=1000, chinese=1450,
-                 understanding=4885, role_play=1000, reasoning=12751, math=11501, ethics=1000)
+DOIT_FULL = dict(
+    biology=1042,
+    history=1893,
+    code=4968,
+    creative_writing=1000,
+    chinese=1450,
+    understanding=4885,
+    role_play=1000,
+    reasoning=12751,
+    math=11501,
+    ethics=1000,
+)
 
 
 def test_reconstruct_on_the_doit_pool_table():
@@ -20,7 +30,9 @@ def test_reconstruct_on_the_doit_pool_table():
     assert sum(counts.values()) == 10_000
     assert counts["ethics"] == counts["role_play"] == 64 and counts["creative_writing"] == 1000
     assert counts["biology"] == 1042  # capped at its pool, overflow re-shared
-    assert {counts[k] for k in ("history", "code", "chinese", "understanding", "reasoning", "math")} == {1305}
+    assert {
+        counts[k] for k in ("history", "code", "chinese", "understanding", "reasoning", "math")
+    } == {1305}
 
 
 def test_fill_remainder_goes_in_registry_order():
@@ -32,22 +44,34 @@ def test_fill_remainder_goes_in_registry_order():
 
 def test_shipped_mixes_parse():
     specs = {p.name: load_mix(p) for p in sorted(MIXES.glob("*.yaml"))}
-    assert set(specs) == {"baseline.yaml", "reconstruct.yaml", "maximum.yaml", "maximum+2560.yaml", "maximum+40960.yaml"}
-    assert sum(resolve_counts(specs["baseline.yaml"], {k: 1000 for k in ab.ABILITY_KEYS}).values()) == 10_000
+    assert set(specs) == {
+        "baseline.yaml",
+        "reconstruct.yaml",
+        "maximum.yaml",
+        "maximum+2560.yaml",
+        "maximum+40960.yaml",
+    }
+    assert (
+        sum(resolve_counts(specs["baseline.yaml"], {k: 1000 for k in ab.ABILITY_KEYS}).values())
+        == 10_000
+    )
     maximum = resolve_counts(specs["maximum.yaml"], DOIT_FULL)
     assert maximum["math"] == 11501 and maximum["ethics"] == 64
     assert specs["maximum+40960.yaml"].synthetic == 40960
 
 
-@pytest.mark.parametrize("raw,where", [
-    ({"counts": {"poetry": 3}}, "counts.poetry"),
-    ({"counts": {"math": -1}}, "counts.math"),
-    ({"counts": {"math": "lots"}}, "counts.math"),
-    ({"source": "all"}, "source"),
-    ({"fill": {"total": 10, "rule": "proportional"}}, "fill.rule"),
-    ({"counts": {"math": 3}, "exclude": ["math"]}, "exclude"),
-    ({"sed": 1}, "sed"),
-])
+@pytest.mark.parametrize(
+    "raw,where",
+    [
+        ({"counts": {"poetry": 3}}, "counts.poetry"),
+        ({"counts": {"math": -1}}, "counts.math"),
+        ({"counts": {"math": "lots"}}, "counts.math"),
+        ({"source": "all"}, "source"),
+        ({"fill": {"total": 10, "rule": "proportional"}}, "fill.rule"),
+        ({"counts": {"math": 3}, "exclude": ["math"]}, "exclude"),
+        ({"sed": 1}, "sed"),
+    ],
+)
 def test_bad_mix_names_file_and_key(raw, where):
     with pytest.raises(MixError, match=f"m.yaml: {where}"):
         parse_mix(raw, "m.yaml")
@@ -65,8 +89,17 @@ def test_count_over_pool_and_budget_errors():
 def test_build_mix_samples_randomly_with_exclude_and_synthetic(tmp_path):
     src = write_pool(tmp_path / "src", uniform(60), synthetic=50)
     path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump({"seed": 3, "counts": {"math": 10}, "fill": {"total": 46},
-                                    "exclude": ["ethics"], "synthetic": 5}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "seed": 3,
+                "counts": {"math": 10},
+                "fill": {"total": 46},
+                "exclude": ["ethics"],
+                "synthetic": 5,
+            }
+        )
+    )
     manifest = build_mix(src, load_mix(path), tmp_path / "out")
     items = load_items(tmp_path / "out", "train")
     counts = manifest["train_counts"]
@@ -75,4 +108,6 @@ def test_build_mix_samples_randomly_with_exclude_and_synthetic(tmp_path):
     math_ids = sorted(it["idx"] for it in items if it["ability"] == "math")
     assert math_ids != list(range(10))  # never first-k
     again = build_mix(src, load_mix(path), tmp_path / "out2")
-    assert again["files"]["curated/train/math.jsonl"] == manifest["files"]["curated/train/math.jsonl"]
+    assert (
+        again["files"]["curated/train/math.jsonl"] == manifest["files"]["curated/train/math.jsonl"]
+    )

@@ -39,8 +39,11 @@ def test_registry_keys():
 
 
 def test_fixture_derived_fields():
-    items = {(it["ability"], it["idx"]): it for f in sorted((FIXTURE / "curated/test").iterdir())
-             for it in read_items(f)[0]}
+    items = {
+        (it["ability"], it["idx"]): it
+        for f in sorted((FIXTURE / "curated/test").iterdir())
+        for it in read_items(f)[0]
+    }
     expect = {
         ("biology", 1): ("mc", ["A", "B", "C", "D"], "A", 0.25),
         ("history", 10): ("mc", ["A", "B", "C", "D"], "C", 0.25),
@@ -74,17 +77,50 @@ def test_helpers():
     [
         ({"idx": 1, "type": "biology", "question_format": 0}, "messages"),
         ({"messages": [], "idx": 1, "type": "biology", "question_format": 0}, "messages"),
-        ({"messages": conv("q", "A")[::-1], "idx": 1, "type": "biology", "question_format": 0}, "messages[0].role"),
-        ({"messages": conv("q", "A", "more"), "idx": 1, "type": "biology", "question_format": 0}, "messages"),
-        ({"messages": conv("q", ""), "idx": 1, "type": "biology", "question_format": 0}, "messages[1].content"),
+        (
+            {"messages": conv("q", "A")[::-1], "idx": 1, "type": "biology", "question_format": 0},
+            "messages[0].role",
+        ),
+        (
+            {"messages": conv("q", "A", "more"), "idx": 1, "type": "biology", "question_format": 0},
+            "messages",
+        ),
+        (
+            {"messages": conv("q", ""), "idx": 1, "type": "biology", "question_format": 0},
+            "messages[1].content",
+        ),
         ({"messages": conv("q", "A"), "idx": 1, "type": "poetry", "question_format": 0}, "type"),
-        ({"messages": conv("q", "A"), "idx": 1, "type": "biology", "question_format": 2}, "question_format"),
+        (
+            {"messages": conv("q", "A"), "idx": 1, "type": "biology", "question_format": 2},
+            "question_format",
+        ),
         ({"messages": conv("q", "A"), "idx": 1, "type": "biology"}, "question_format"),
-        ({"messages": conv("q", "A"), "idx": 1, "type": "code", "question_format": 1, "choices": ["A", "b"]}, "choices"),
-        ({"messages": conv("q", "A"), "idx": 1, "type": "code", "question_format": 0}, "question_format"),
-        ({"messages": conv("q", "maybe"), "idx": 1, "type": "biology", "question_format": 0}, "messages[-1].content"),
-        ({"messages": conv("q", "maybe"), "idx": 1, "type": "history", "question_format": 0}, "messages[-1].content"),
-        ({"messages": conv("q", "AX?"), "idx": 1, "type": "ethics", "question_format": 0}, "messages[-1].content"),
+        (
+            {
+                "messages": conv("q", "A"),
+                "idx": 1,
+                "type": "code",
+                "question_format": 1,
+                "choices": ["A", "b"],
+            },
+            "choices",
+        ),
+        (
+            {"messages": conv("q", "A"), "idx": 1, "type": "code", "question_format": 0},
+            "question_format",
+        ),
+        (
+            {"messages": conv("q", "maybe"), "idx": 1, "type": "biology", "question_format": 0},
+            "messages[-1].content",
+        ),
+        (
+            {"messages": conv("q", "maybe"), "idx": 1, "type": "history", "question_format": 0},
+            "messages[-1].content",
+        ),
+        (
+            {"messages": conv("q", "AX?"), "idx": 1, "type": "ethics", "question_format": 0},
+            "messages[-1].content",
+        ),
         ({"messages": conv("q", "so 7"), "idx": 1, "type": "math", "question_format": 0}, "answer"),
         ({"messages": conv("q", "A"), "idx": "x1", "type": "biology", "question_format": 0}, "idx"),
         ({"messages": conv("q", "A"), "type": "biology", "question_format": 0}, "idx"),
@@ -101,19 +137,31 @@ def test_each_error_kind_is_located(rec, field):
 
 def test_type_must_match_file():
     assert ("type", "'history' does not match the file's ability 'biology'") in errors(
-        {"messages": conv("q", "A"), "idx": 1, "type": "history", "question_format": 0}, hint="biology")
+        {"messages": conv("q", "A"), "idx": 1, "type": "history", "question_format": 0},
+        hint="biology",
+    )
 
 
 def test_warnings_not_errors():
-    rec = {"messages": conv("q", "gold"), "idx": 1, "type": "code", "question_format": 1,
-           "choices": ["other", "x", "x"]}
+    rec = {
+        "messages": conv("q", "gold"),
+        "idx": 1,
+        "type": "code",
+        "question_format": 1,
+        "choices": ["other", "x", "x"],
+    }
     item, problems = parse(rec)
     assert item is not None and item["gold"] == "other"
     assert {p.level for p in problems} == {WARNING} and len(problems) == 2
 
 
 def test_bad_json_and_duplicate_idx_with_lines(tmp_path):
-    good = {"messages": conv("q\nA. x\nB. y", "A"), "idx": 1, "type": "biology", "question_format": 0}
+    good = {
+        "messages": conv("q\nA. x\nB. y", "A"),
+        "idx": 1,
+        "type": "biology",
+        "question_format": 0,
+    }
     lines = [json.dumps(good), "{not json", json.dumps({**good, "idx": 2}), json.dumps(good)]
     f = tmp_path / "biology_test.json"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -128,9 +176,20 @@ def test_synthetic_messages_only():
     assert problems == [] and item["ability"] == ab.SYNTHETIC and item["gold"] is None
 
 
-_VALID = {"messages": conv("Q\nA. a\nB. b\nC. c\nD. d", "B"), "idx": 3, "type": "biology", "question_format": 0}
-_junk = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.booleans(), st.lists(st.integers(), max_size=2),
-                  st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+_VALID = {
+    "messages": conv("Q\nA. a\nB. b\nC. c\nD. d", "B"),
+    "idx": 3,
+    "type": "biology",
+    "question_format": 0,
+}
+_junk = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=5),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
 
 
 @st.composite

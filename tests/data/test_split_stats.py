@@ -12,8 +12,36 @@ from tests.data.pools import uniform, write_pool
 def test_split_is_stratified_and_order_free(tmp_path):
     a = write_pool(tmp_path / "a", uniform(30))
     b = write_pool(tmp_path / "b", uniform(30), shuffle_seed=7)
-    assert main(["split", str(a / "curated/full"), "--out", str(tmp_path / "sa"), "--valid", "5", "--test", "4"]) == 0
-    assert main(["split", str(b / "curated/full"), "--out", str(tmp_path / "sb"), "--valid", "5", "--test", "4"]) == 0
+    assert (
+        main(
+            [
+                "split",
+                str(a / "curated/full"),
+                "--out",
+                str(tmp_path / "sa"),
+                "--valid",
+                "5",
+                "--test",
+                "4",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "split",
+                str(b / "curated/full"),
+                "--out",
+                str(tmp_path / "sb"),
+                "--valid",
+                "5",
+                "--test",
+                "4",
+            ]
+        )
+        == 0
+    )
     for split, n in (("test", 4), ("valid", 5), ("full", 21), ("1000", 21)):
         items = load_items(tmp_path / "sa", split)
         counts = {k: sum(it["ability"] == k for it in items) for k in ab.ABILITY_KEYS}

@@ -27,7 +27,9 @@ def train_ids(cell: Path) -> dict[str, list[int]]:
 def pools(tmp_path_factory):
     base = tmp_path_factory.mktemp("pools")
     a = write_pool(base / "a", uniform(80), synthetic=200)
-    b = write_pool(base / "b", uniform(80), shuffle_seed=123, synthetic=200)  # same items, other order
+    b = write_pool(
+        base / "b", uniform(80), shuffle_seed=123, synthetic=200
+    )  # same items, other order
     return a, b
 
 
@@ -45,8 +47,9 @@ def test_nested_deterministic_and_order_free(pools, tmp_path):
             assert all(set(prev[k]) <= set(ids[k]) for k in ids)  # nested
         prev = ids
         files = sorted(p.name for p in (tmp_path / "a" / name / "curated/train").iterdir())
-        assert (tmp_path / "a" / name / "curated/train/biology.jsonl").read_bytes() == \
-               (tmp_path / "b" / name / "curated/train/biology.jsonl").read_bytes()
+        assert (tmp_path / "a" / name / "curated/train/biology.jsonl").read_bytes() == (
+            tmp_path / "b" / name / "curated/train/biology.jsonl"
+        ).read_bytes()
         assert files == sorted(f"{k}.jsonl" for k in ab.ABILITY_KEYS)
     # the sample is random, not the first rows, and depends on the seed
     assert sorted(prev["math"]) != list(range(64))
@@ -76,13 +79,28 @@ def test_pool_too_small_is_an_error(pools, tmp_path, capsys):
 def test_synthetic_totals_nested(pools, tmp_path):
     a, _ = pools
     build_synthetic_subsets(a, tmp_path / "syn", totals=(10, 40, 160))
-    ids = [{json.dumps(it["messages"]) for it in load_items(tmp_path / f"syn/s{n:05d}", "train")}
-           for n in (10, 40, 160)]
+    ids = [
+        {json.dumps(it["messages"]) for it in load_items(tmp_path / f"syn/s{n:05d}", "train")}
+        for n in (10, 40, 160)
+    ]
     assert [len(s) for s in ids] == [10, 40, 160] and ids[0] <= ids[1] <= ids[2]
 
 
 def test_cli_subset_abilities(pools, tmp_path):
     a, _ = pools
-    assert main(["subset", str(a), "--per-ability", "2", "--abilities", "math,role-play",
-                 "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "subset",
+                str(a),
+                "--per-ability",
+                "2",
+                "--abilities",
+                "math,role-play",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     assert set(train_ids(tmp_path / "o/n0002")) == {"math", "role_play"}

@@ -25,9 +25,14 @@ class OracleLM:
                 seq, _ = choice_sequences(tokenizer, it, 512)[prefer_choice]
                 self.preferred.add(tuple(seq))
             else:
-                text = {ab.TF: "正确" if it["gold"] == "T" else "错误",
-                        ab.MATH: f"所以 \\boxed{{{it['gold']}}}"}.get(it["answer_kind"], it["gold"])
-                self.answers[tuple(encode(tokenizer, prompt_text(tokenizer, it)))] = (encode(tokenizer, text), it)
+                text = {
+                    ab.TF: "正确" if it["gold"] == "T" else "错误",
+                    ab.MATH: f"所以 \\boxed{{{it['gold']}}}",
+                }.get(it["answer_kind"], it["gold"])
+                self.answers[tuple(encode(tokenizer, prompt_text(tokenizer, it)))] = (
+                    encode(tokenizer, text),
+                    it,
+                )
 
     def eval(self):
         return self
@@ -45,7 +50,9 @@ class OracleLM:
             firsts.append(first)
         width = max(len(r) for r in rows)
         new = torch.tensor([r + [pad_token_id] * (width - len(r)) for r in rows])
-        return SimpleNamespace(sequences=torch.cat([input_ids, new], 1), logits=(torch.stack(firsts),))
+        return SimpleNamespace(
+            sequences=torch.cat([input_ids, new], 1), logits=(torch.stack(firsts),)
+        )
 
     def __call__(self, input_ids, attention_mask):
         logits = torch.zeros(*input_ids.shape, self.vocab)

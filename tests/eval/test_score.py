@@ -22,8 +22,13 @@ def find(items, key, idx):
 
 
 def pred(item, text="", **kw):
-    return {"type": item["type"], "idx": item["idx"], "question_format": item["question_format"],
-            "prediction": text, **kw}
+    return {
+        "type": item["type"],
+        "idx": item["idx"],
+        "question_format": item["question_format"],
+        "prediction": text,
+        **kw,
+    }
 
 
 def test_mc_output_then_logit_fallback(items):
@@ -62,7 +67,11 @@ def test_averages_are_true_means(items):
             preds.append(pred(it, "错误" if it["gold"] == "T" else "正确"))
         else:
             gold = it["gold"]
-            text = ("Z" if wrong else gold) if it["answer_kind"] != ab.MC else ("D" if wrong and gold != "D" else ("A" if wrong else gold))
+            text = (
+                ("Z" if wrong else gold)
+                if it["answer_kind"] != ab.MC
+                else ("D" if wrong and gold != "D" else ("A" if wrong else gold))
+            )
             preds.append(pred(it, text))
     result = score_predictions(items, preds)
     scores = {k: v["score"] for k, v in result["abilities"].items()}
@@ -78,13 +87,17 @@ def test_averages_are_true_means(items):
 def test_missing_abilities_give_null_averages(items):
     bio = [it for it in items if it["ability"] == "biology"]
     result = score_predictions(items, [pred(it, it["gold"]) for it in bio])
-    assert set(result["abilities"]) == {"biology"} and result["abilities"]["biology"]["n_items"] == 2
+    assert (
+        set(result["abilities"]) == {"biology"} and result["abilities"]["biology"]["n_items"] == 2
+    )
     assert result["macro_in_domain"] is None and result["overall"] is None
 
 
 def test_unknown_prediction_is_located(items):
     with pytest.raises(ValueError, match="p.jsonl:1: type/idx"):
-        score_predictions(items, [{"type": "biology", "idx": 999, "prediction": "A"}], source="p.jsonl")
+        score_predictions(
+            items, [{"type": "biology", "idx": 999, "prediction": "A"}], source="p.jsonl"
+        )
     with pytest.raises(ValueError):
         score_predictions(items, [], math="exact")
 
@@ -93,8 +106,29 @@ def test_score_cli_writes_scores(tmp_path, items):
     import json
 
     p = tmp_path / "pred.jsonl"
-    p.write_text("".join(json.dumps(pred(it, it["gold"] or "")) + "\n" for it in items if it["ability"] == "ethics"))
-    assert main(["score", str(p), "--data", str(FIXTURE), "--split", "test", "--out", str(tmp_path / "s.json"),
-                 "--ties", "wrong"]) == 0
+    p.write_text(
+        "".join(
+            json.dumps(pred(it, it["gold"] or "")) + "\n"
+            for it in items
+            if it["ability"] == "ethics"
+        )
+    )
+    assert (
+        main(
+            [
+                "score",
+                str(p),
+                "--data",
+                str(FIXTURE),
+                "--split",
+                "test",
+                "--out",
+                str(tmp_path / "s.json"),
+                "--ties",
+                "wrong",
+            ]
+        )
+        == 0
+    )
     scores = json.loads((tmp_path / "s.json").read_text())
     assert scores["abilities"]["ethics"]["score"] == 100.0 and scores["rules"]["ties"] == "wrong"
