@@ -81,7 +81,7 @@ def max_length(model, tokenizer) -> int:
     )
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate_batch(
     model, tokenizer, prompts: list[list[int]], max_new: int, letter_ids
 ) -> list[tuple[str, list]]:
@@ -112,7 +112,7 @@ def generate_batch(
     return results
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
     """Perplexity of the answer span of each (token ids, answer start) pair, one forward."""
     width = max(len(s) for s, _ in sequences)
@@ -158,15 +158,17 @@ def predict_items(
     limit = max_length(model, tokenizer)
     preds = {}
     gen = [it for it in items if it["answer_kind"] != ab.OPEN]
-    for kind in sorted({it["answer_kind"] for it in gen}):
+    for budget in sorted(
+        {limits[it["answer_kind"]] for it in gen}
+    ):  # kinds sharing a budget batch together
         rows = [
-            (it, encode(tokenizer, prompt_text(tokenizer, it))[-(limit - limits[kind]) :])
+            (it, encode(tokenizer, prompt_text(tokenizer, it))[-(limit - budget) :])
             for it in gen
-            if it["answer_kind"] == kind
+            if limits[it["answer_kind"]] == budget
         ]
         rows.sort(key=lambda r: (len(r[1]), r[0]["type"], r[0]["idx"]))
         for chunk in batches(rows, batch_size):
-            outs = generate_batch(model, tokenizer, [p for _, p in chunk], limits[kind], letter_ids)
+            outs = generate_batch(model, tokenizer, [p for _, p in chunk], budget, letter_ids)
             for (it, _), (text, logits) in zip(chunk, outs):
                 preds[(it["type"], it["idx"])] = _record(it, text, logits)
     opened = [
