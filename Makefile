@@ -8,6 +8,8 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 DEMO_DIR ?= data/generated/micro
+SEEDS ?= 0
+LADDER_DIR ?= runs/ladder
 
 .PHONY: demo test test-fast lint ladder clean check-cxx
 
@@ -34,6 +36,12 @@ test: $(VENV)/.installed check-cxx
 
 test-fast: $(VENV)/.installed check-cxx
 	$(PY) -m pytest -q -m "not slow" --durations=10
+
+# Pretrain the micro base ladder (vanilla/resformer/svformer x 4 sizes) and compare them.
+ladder: $(VENV)/.installed check-cxx
+	test -f $(DEMO_DIR)/pretrain/train.txt || $(PY) -m doit.data micro --out $(DEMO_DIR)
+	$(PY) -m doit.train.ladder --out $(LADDER_DIR) --seeds $(SEEDS) --jobs 2 --threads 1 -- --micro_dir $(DEMO_DIR)
+	$(PY) analysis/value_residual_micro.py $(LADDER_DIR) --out $(LADDER_DIR)/analysis
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check doit recipes tests bench analysis

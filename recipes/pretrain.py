@@ -1,0 +1,57 @@
+"""Pretrain a Llama / ResFormer / SVFormer base from scratch (the value-residual micro ladder).
+
+# One cell of the micro ladder on CPU (build the corpus first)
+```bash
+python -m doit.data micro --out data/generated/micro
+python recipes/pretrain.py --config recipes/configs/pretrain/resformer_xs.yaml \
+    --output_dir runs/pretrain/resformer_xs/seed0 --seed 0
+```
+
+# The whole ladder, every (arch, size, seed) cell in one process, finished cells skipped
+```bash
+python -m doit.train.ladder --out runs/ladder --seeds 0 1 2
+python analysis/value_residual_micro.py runs/ladder --out runs/ladder/analysis
+```
+
+# Another corpus (text: a document a line; JSONL: a "text" field) and tokenizer, two CPU ranks
+```bash
+deepspeed --num_gpus 2 recipes/pretrain.py --config recipes/configs/pretrain/vanilla_m.yaml \
+    --train_file corpus/train.jsonl --valid_file corpus/valid.jsonl \
+    --tokenizer_path corpus/tokenizer --deepspeed recipes/deepspeed/zero3.json \
+    --output_dir runs/pretrain/custom
+```
+
+Any key of the YAML can be overridden with ``--key value``. A finished run (``DONE`` in
+output_dir) is not redone; an unfinished one starts again from scratch. The library code is
+`doit.train.pretrain`.
+"""
+
+import logging
+import sys
+
+
+def main(argv=None) -> int:
+    from doit.train import launch
+    from doit.train.pretrain import parse_args, pretrain
+
+    logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", level=logging.INFO)
+    launch.exit_on_sigterm()  # the launcher stops the other ranks with SIGTERM: clean up anyway
+    try:
+        args, training_args = parse_args(argv)
+    except (ValueError, launch.LaunchError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        end = pretrain(args, training_args)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        launch.cleanup_shm()
+    print(f"{training_args.output_dir}: valid loss {end['valid_loss']:.4f}, "
+          f"{end['tokens']} tokens, {end['wall_s']:.0f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

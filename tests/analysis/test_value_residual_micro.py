@@ -1,0 +1,137 @@
+"""analysis/value_residual_micro.py on fabricated ladder metrics with known answers.
+
+Losses follow L = 20 N^-0.2 (vanilla); resformer reaches a loss with 0.8 x the parameters
+(L = 20 (N / 0.8)^-0.2), svformer needs 1.1 x (and its models are 0.9 x the size). Seed s
+multiplies every loss by exp(E[s]) and resformer's also by exp(F[s]); both average to zero over
+seeds, so the least-squares lines are exact and the equal-loss ratios are 0.8 and 1.1.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "analysis" / "value_residual_micro.py"
+SIZES = {"xs": 2e5, "s": 4e5, "m": 8e5}
+SEEDS = (0, 1, 2)
+E = (-0.01, 0.0, 0.01)  # shared seed effect
+F = (0.002, -0.004, 0.002)  # resformer's own seed effect
+ARCHS = {"vanilla": (1.0, 1.0), "resformer": (1.0, 0.8), "svformer": (0.9, 1.1)}  # size, ratio
+
+
+def fabricated_loss(arch: str, size: str, seed: int) -> tuple[int, float]:
+    scale, ratio = ARCHS[arch]
+    n = int(SIZES[size] * scale)
+    noise = E[seed] + (F[seed] if arch == "resformer" else 0.0)
+    return n, 20 * (n / ratio) ** -0.2 * np.exp(noise)
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ladder")
+    for arch in ARCHS:
+        for size in SIZES:
+            for seed in SEEDS:
+                n, loss = fabricated_loss(arch, size, seed)
+                run = root / f"{arch}_{size}" / f"seed{seed}"
+                run.mkdir(parents=True)
+                end = {"kind": "end", "step": 272, "tokens": 1_114_112, "wall_s": 30.0,
+                       "arch": arch, "size": size, "seed": seed, "params_non_embedding": n,
+                       "params_total": n + 185_000, "valid_loss": loss}  # fmt: skip
+                start = {"kind": "start", "step": 0, "tokens": 0, "wall_s": 0.0}
+                (run / "metrics.jsonl").write_text(
+                    json.dumps(start) + "\n" + json.dumps(end) + "\n"
+                )
+    unfinished = root / "vanilla_l" / "seed0"  # no end row: left out with a warning
+    unfinished.mkdir(parents=True)
+    (unfinished / "metrics.jsonl").write_text(json.dumps({"kind": "start", "step": 0}) + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def result(ladder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("analysis")
+    cmd = [sys.executable, str(SCRIPT), str(ladder), "--out", str(out), "--draws", "300"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def test_table_matches_hand_computation(result):
+    out, _ = result
+    table = pd.read_csv(out / "table.csv").set_index(["arch", "size"])
+    assert len(table) == 9 and (table.n_seeds == 3).all()
+    for arch in ARCHS:
+        for size in SIZES:
+            row = table.loc[(arch, size)]
+            losses = np.array([fabricated_loss(arch, size, s)[1] for s in SEEDS])
+            assert row.params_non_embedding == fabricated_loss(arch, size, 0)[0]
+            assert row.valid_loss_mean == pytest.approx(losses.mean(), abs=1e-12)
+            assert row.valid_loss_sd == pytest.approx(losses.std(ddof=1), abs=1e-12)
+            if arch == "vanilla":
+                assert np.isnan(row.diff_vs_vanilla_mean)
+                continue
+            base = np.array([fabricated_loss("vanilla", size, s)[1] for s in SEEDS])
+            assert row.diff_vs_vanilla_mean == pytest.approx((losses - base).mean(), abs=1e-12)
+            assert row.diff_vs_vanilla_sd == pytest.approx((losses - base).std(ddof=1), abs=1e-12)
+            assert bool(row.beyond_2sd)
+
+
+def test_fits_and_equal_loss_ratio(result):
+    out, _ = result
+    fits = pd.read_csv(out / "fits.csv").set_index("arch")
+    assert fits.slope.to_numpy() == pytest.approx([-0.2] * 3, abs=1e-9)
+    assert fits.loc["vanilla", "intercept"] == pytest.approx(np.log(20), abs=1e-9)
+    assert fits.loc["resformer", "n_ref"] == pytest.approx(4e5)  # geometric mean of 2e5..8e5
+    assert fits.loc["resformer", "param_ratio"] == pytest.approx(0.8, abs=1e-9)
+    assert fits.loc["resformer", "fewer_params_pct"] == pytest.approx(20.0, abs=1e-6)
+    assert fits.loc["svformer", "param_ratio"] == pytest.approx(1.1, abs=1e-9)
+    lo, hi = fits.loc["resformer", ["ratio_ci_low", "ratio_ci_high"]]
+    assert lo < 0.8 < hi and hi - lo < 0.1
+    # svformer's noise is only the shared seed effect: every resample gives the same ratio
+    assert fits.loc["svformer", ["ratio_ci_low", "ratio_ci_high"]].to_numpy() == pytest.approx(
+        [1.1, 1.1], abs=1e-9
+    )
+
+
+def test_outputs_and_verdict(result):
+    out, proc = result
+    assert (out / "loss_vs_params.png").stat().st_size > 10_000
+    assert "vanilla_l/seed0 is unfinished" in proc.stderr
+    verdict = (out / "verdict.txt").read_text()
+    assert "verdict: resformer beats vanilla at micro scale" in verdict
+    assert "verdict: svformer is worse than vanilla at micro scale" in verdict
+    assert "per size: xs -0.0760 +- 0.0058, s -0.0662" in verdict
+    assert "0.800 (20.0% fewer parameters than vanilla)" in verdict
+    assert "1.100 (10.0% more parameters than vanilla)" in verdict
+    assert verdict in proc.stdout
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("value_residual_micro", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_verdict_within_2sd_and_one_seed():
+    module = _module()
+    assert "within 2 SD" in module._verdict_word("resformer", "vanilla", -0.01, 0.006, 3)
+    assert "one seed only" in module._verdict_word("resformer", "vanilla", -0.01, float("nan"), 1)
+
+
+def test_ratio_note_flags_flat_lines_and_extrapolation():
+    note = _module().ratio_note
+    assert note(-0.2, -0.2, 3e5, 2e5, 8e5) == ""
+    assert note(-0.02, +0.01, 3e5, 2e5, 8e5).startswith("not measurable")
+    assert note(-0.02, -0.01, 9e6, 2e5, 8e5).startswith(
+        "extrapolated: the arch would need N = 9,000,000"
+    )
