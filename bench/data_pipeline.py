@@ -23,22 +23,12 @@ from doit.data.layout import SPLIT_DIRS
 from doit.data.load import load_items
 from doit.data.schema import to_record
 from doit.data.subsets import build_subsets
-from doit.data.validate import validate_path
+from doit.data.validate import load_expectation, validate_path
 from doit.train.chat import prepare_tokenizer
 from doit.train.data import tokenise, training_template
 
-DOIT_FULL = dict(
-    biology=1042,
-    history=1893,
-    code=4968,
-    creative_writing=1000,
-    chinese=1450,
-    understanding=4885,
-    role_play=1000,
-    reasoning=12751,
-    math=11501,
-    ethics=1000,
-)
+_FULL = next(e for e in load_expectation("doit")[1]["files"] if "count_by_ability" in e)
+DOIT_FULL = _FULL["count_by_ability"]  # the real `full` pool sizes (data/doit/expected.yaml)
 
 
 def doit_sized(micro: Path, out: Path) -> Path:

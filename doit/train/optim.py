@@ -68,6 +68,20 @@ class DoitOptimizerMixin:
     """
 
     decay_embeddings: bool = True
+    optimizer_groups: list[dict] | None = None  # per group: weight_decay and parameter names
+
+    def create_optimizer(self, model=None):
+        """transformers' optimiser; records its groups before DeepSpeed wraps it."""
+        optimizer = super().create_optimizer(model)
+        names = {id(p): n for n, p in (model or self.model).named_parameters()}
+        self.optimizer_groups = [
+            {
+                "weight_decay": g["weight_decay"],
+                "params": [names.get(id(p), "?") for p in g["params"]],
+            }
+            for g in optimizer.param_groups
+        ]
+        return optimizer
 
     def get_decay_parameter_names(self, model: nn.Module) -> list[str]:
         no_decay = no_decay_parameter_names(model, self.decay_embeddings)

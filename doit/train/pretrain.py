@@ -313,18 +313,6 @@ class PretrainTrainer(DoitOptimizerMixin, Trainer):
     optimizer_groups: list[dict] | None = None
     started: float = 0.0
 
-    def create_optimizer(self, model=None):
-        optimizer = super().create_optimizer(model)
-        names = {id(p): n for n, p in (model or self.model).named_parameters()}
-        self.optimizer_groups = [
-            {
-                "weight_decay": g["weight_decay"],
-                "params": [names.get(id(p), "?") for p in g["params"]],
-            }
-            for g in optimizer.param_groups
-        ]
-        return optimizer
-
     @property
     def metrics_callback(self) -> PretrainMetrics:
         return next(c for c in self.callback_handler.callbacks if isinstance(c, PretrainMetrics))

@@ -28,18 +28,6 @@ class DoitSFTTrainer(DoitOptimizerMixin, SFTTrainer):
         self._paused = 0.0
         self._evaluating = 0  # evaluate() recurses once per eval dataset
 
-    def create_optimizer(self, model=None):
-        optimizer = super().create_optimizer(model)
-        names = {id(p): n for n, p in (model or self.model).named_parameters()}
-        self.optimizer_groups = [
-            {
-                "weight_decay": g["weight_decay"],
-                "params": [names.get(id(p), "?") for p in g["params"]],
-            }
-            for g in optimizer.param_groups
-        ]
-        return optimizer
-
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         # Under DeepSpeed the optimiser is DeepSpeed's ZeRO wrapper, which lacks `defaults`;
         # transformers' polynomial schedule reads the peak lr from `optimizer.defaults["lr"]`.
