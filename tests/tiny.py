@@ -28,10 +28,8 @@ def fixture_texts() -> list[str]:
     return texts
 
 
-def byte_bpe_tokenizer(
-    texts: list[str] | None = None, vocab_size: int = 400
-) -> PreTrainedTokenizerFast:
-    """Byte-level BPE (GPT-2 style: no space marker) with the doit speaker template."""
+def bare_byte_bpe(texts: list[str], vocab_size: int = 400) -> PreTrainedTokenizerFast:
+    """Byte-level BPE (GPT-2 style: no space marker), <pad> and </s>, no chat template."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -41,10 +39,17 @@ def byte_bpe_tokenizer(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(texts or fixture_texts(), trainer)
-    fast = PreTrainedTokenizerFast(
+    tok.train_from_iterator(texts, trainer)
+    return PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", model_max_length=512
     )
+
+
+def byte_bpe_tokenizer(
+    texts: list[str] | None = None, vocab_size: int = 400
+) -> PreTrainedTokenizerFast:
+    """``bare_byte_bpe`` on the fixture texts, with the doit speaker template."""
+    fast = bare_byte_bpe(texts or fixture_texts(), vocab_size)
     prepare_tokenizer(fast)
     return fast
 

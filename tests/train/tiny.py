@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from tests.tiny import bare_byte_bpe
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "doit_download"
@@ -27,17 +28,7 @@ def fixture_text() -> list[str]:
 
 
 def train_tokenizer(extra_text: list[str] = ()) -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB,
-        special_tokens=["<pad>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator([*fixture_text(), *extra_text], trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>")
+    return bare_byte_bpe([*fixture_text(), *extra_text], VOCAB)
 
 
 def make_base(out: Path, arch: str = "llama", hidden: int = 32, seed: int = 0) -> Path:
