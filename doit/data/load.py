@@ -77,7 +77,8 @@ def to_dataset(items: list[dict[str, Any]]) -> datasets.Dataset:
     return datasets.Dataset.from_dict(cols, features=ITEM_FEATURES)
 
 
-def _require_clean(problems: list[Problem]) -> None:
+def require_clean(problems: list[Problem]) -> None:
+    """Raise ``DataError`` listing every error among ``problems`` (warnings pass)."""
     errors = [p for p in problems if p.level == ERROR]
     if errors:
         raise DataError(errors)
@@ -93,7 +94,7 @@ def load_items(
     keys = set(ab.parse_keys(abilities)) if abilities else None
     chosen = [f for f in files if _wanted(ability_from_name(f), keys, ood)]
     items, problems = read_files(chosen)
-    _require_clean(problems)
+    require_clean(problems)
     return [it for it in items if _wanted(it["ability"], keys, ood)]
 
 

@@ -198,7 +198,7 @@ def check_idx(record: dict[str, Any], c: _Checker, default: int) -> int | None:
     return int(idx)
 
 
-def _mc(answer: str, question: str, c: _Checker) -> tuple[str, list[str], str, float] | None:
+def _mc(answer: str, question: str) -> tuple[str, list[str], str, float] | None:
     options = question_options(question) or list(DEFAULT_OPTIONS)
     letter = single_letter(answer, options)
     if letter is None:
@@ -260,7 +260,7 @@ def derive_answer(
         return ab.MATH, [], gold.strip(), 0.0
     if ab.MULTISELECT in kinds:
         return _multiselect(answer, question, c)
-    derived = _mc(answer, question, c) if ab.MC in kinds else None
+    derived = _mc(answer, question) if ab.MC in kinds else None
     if derived is None and ab.TF in kinds and tf_label(answer):
         derived = ab.TF, [], tf_label(answer), 0.5
     if derived is None and ab.CLOZE in kinds and first_chinese_span(answer):

@@ -14,10 +14,10 @@ from pathlib import Path
 from doit.data import abilities as ab
 from doit.data.io import atomic_output_dir, write_jsonl
 from doit.data.layout import SPLIT_DIRS, all_record_files, is_record_file
-from doit.data.load import read_files
+from doit.data.load import read_files, require_clean
 from doit.data.manifest import write_manifest
 from doit.data.sampling import by_ability, ranked, take
-from doit.data.schema import ERROR, DataError, to_record
+from doit.data.schema import to_record
 
 SUFFIX = {"full": "_full.json", "1000": "_1000.json", "valid": "_valid.json", "test": "_test.json"}
 
@@ -51,9 +51,7 @@ def split_items(items: list[dict], n_valid: int, n_test: int, seed: int, pool: i
 def build_split(src, out, seed: int = 0, n_valid: int = 100, n_test: int = 100) -> dict:
     src, out = Path(src), Path(out)
     items, problems = read_files(input_files(src))
-    errors = [p for p in problems if p.level == ERROR]
-    if errors:
-        raise DataError(errors)
+    require_clean(problems)
     items = [it for it in items if it["ability"] in ab.ABILITY_KEYS]
     parts = split_items(items, n_valid, n_test, seed)
     with atomic_output_dir(out) as tmp:

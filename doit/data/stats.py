@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from doit.data import abilities as ab
-from doit.data.layout import SPLIT_DIRS
+from doit.data.layout import SPLIT_DIRS, SYNTHETIC_DIR
 from doit.data.load import load_items
 
 STAT_SPLITS = ("1000", "full", "train", "valid", "test", ab.SYNTHETIC)
@@ -23,7 +23,7 @@ def load_all(root: Path) -> dict[str, list[dict]]:
     """Items of every split present under ``root`` (``train`` only for doit cells)."""
     out = {}
     for split in STAT_SPLITS:
-        folder = root / SPLIT_DIRS.get(split, "synthetic/40960")
+        folder = root / SPLIT_DIRS.get(split, SYNTHETIC_DIR)
         if folder.is_dir():
             items = load_items(root, split)
             if items:

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from doit.data import abilities as ab
-from doit.data.layout import all_record_files, is_record_file, read_records
+from doit.data.layout import all_record_files, is_record_file
 from doit.data.load import read_files
 from doit.data.schema import ERROR, WARNING, Problem
 
@@ -117,7 +117,9 @@ def validate_path(path, expect: str | None = None) -> Report:
     counts: dict[str, int] = {}
     for f in files:
         items, problems = read_files([f])
-        counts[str(f.relative_to(path)) if is_dir else f.name] = sum(1 for _ in read_records(f))
+        # every record is either an item or the line of at least one error: no second read
+        failed = {p.line for p in problems if p.level == ERROR}
+        counts[str(f.relative_to(path)) if is_dir else f.name] = len(items) + len(failed)
         report.problems += problems
         report.n_items += len(items)
     if expect:

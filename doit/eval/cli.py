@@ -32,10 +32,6 @@ def cmd_predict(a) -> int:
     from doit.eval.predict import load_model, predict_items
 
     items = load_items(a.data, a.split, abilities=a.abilities, ood=a.ood)
-    if not a.ood:
-        from doit.data import abilities as ab
-
-        items = [it for it in items if it["ability"] not in ab.OOD_KEYS]
     model, tokenizer = load_model(a.model, a.adapter, a.dtype)
     preds = predict_items(model, tokenizer, items, a.batch_size, a.max_new_tokens)
     write_jsonl(a.out, preds)

@@ -75,10 +75,9 @@ def batches(rows: list, size: int) -> Iterator[list]:
 
 
 def max_length(model, tokenizer) -> int:
+    """The smaller of the model's and the tokenizer's limits (2048 when neither sets one)."""
     limits = [getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length]
-    return (
-        min(x for x in limits if x and x < 10**8) if any(x and x < 10**8 for x in limits) else 2048
-    )
+    return min((x for x in limits if x and x < 10**8), default=2048)
 
 
 @torch.inference_mode()
@@ -87,7 +86,7 @@ def generate_batch(
 ) -> list[tuple[str, list]]:
     """Greedy outputs and first-step logits for a batch of prompt token ids (left-padded)."""
     width = max(len(p) for p in prompts)
-    pad = tokenizer.pad_token_id
+    pad, stops = tokenizer.pad_token_id, stop_token_ids(tokenizer)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
     out = model.generate(
@@ -96,7 +95,7 @@ def generate_batch(
         max_new_tokens=max_new,
         do_sample=False,
         num_beams=1,
-        eos_token_id=stop_token_ids(tokenizer),
+        eos_token_id=stops,
         pad_token_id=pad,
         output_logits=True,
         return_dict_in_generate=True,
@@ -105,7 +104,6 @@ def generate_batch(
     results = []
     for row in range(len(prompts)):
         new = out.sequences[row, width:].tolist()
-        stops = set(stop_token_ids(tokenizer))
         cut = next((i for i, t in enumerate(new) if t in stops), len(new))
         text = tokenizer.decode(new[:cut], skip_special_tokens=True)
         results.append((text, [float(first[row, letter_ids[x]]) for x in LETTERS]))

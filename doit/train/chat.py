@@ -50,9 +50,3 @@ def prepare_tokenizer(tokenizer, model=None, chat_format: str = "doit") -> int:
         if model.generation_config is not None:
             model.generation_config.eos_token_id = model.config.eos_token_id
     return added
-
-
-def render(tokenizer, messages: list[dict], add_generation_prompt: bool = False) -> str:
-    return tokenizer.apply_chat_template(
-        messages, tokenize=False, add_generation_prompt=add_generation_prompt
-    )
