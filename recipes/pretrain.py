@@ -54,4 +54,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from doit.train.launch import exit_process
+
+    exit_process(main())

@@ -111,4 +111,6 @@ def setup_logging(is_main: bool) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from doit.train.launch import exit_process
+
+    exit_process(main())

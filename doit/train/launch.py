@@ -153,3 +153,19 @@ def cleanup_shm() -> Path | None:
         path.unlink(missing_ok=True)
         return path
     return None
+
+
+def exit_process(code: int) -> None:
+    """End the process with ``code``. Under a multi-rank launcher, skip the interpreter's
+    teardown (``os._exit`` after flushing logs and streams): after training, gloo/DeepSpeed
+    background threads can abort a rank in C++ static destructors ("terminate called without
+    an active exception", exit -6) although every result is already written."""
+    import logging
+    import sys
+
+    if launcher_world_size() <= 1:
+        sys.exit(code)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
