@@ -16,7 +16,11 @@ validation loss) and writes to ``--out``:
   N_vanilla at ``n_ref`` (the geometric mean of vanilla's sizes, the middle of the fit range), its
   ``fewer_params_pct`` = 100 (1 - ratio) and a 95% bootstrap CI over seeds (seeds resampled with
   replacement, the same draw for every arch, so pairs stay paired).
-- ``loss_vs_params.png``: the two panels; ``verdict.txt``: the printed verdict.
+- ``loss_vs_params.png``: the two panels; ``verdict.txt``: the printed checks and verdicts.
+
+The checks: every run's final validation loss at least 1 nat below the corpus's unigram baseline
+(the lower of the training unigram entropy and the valid tokens' unigram cross-entropy, both
+written by the pretraining run), and, per arch, a mean loss that falls at every step up in size.
 
 The paper's numbers, for comparison: ~10.4% fewer parameters at equal loss for the fixed
 0.5/0.5 ResFormer (an earlier version) and 16.11% in v5 (variant and fit range unverified), at
@@ -52,7 +56,9 @@ def load_runs(ladders: list[Path]) -> pd.DataFrame:
                 continue
             keep = ("arch", "size", "seed", "params_non_embedding", "params_total",
                     "valid_loss", "tokens", "wall_s")  # fmt: skip
-            rows.append({k: end[-1][k] for k in keep})
+            unigram = [end[-1].get(k) for k in ("unigram_entropy", "unigram_valid_loss")]
+            unigram = min(u for u in unigram if u is not None) if any(unigram) else np.nan
+            rows.append({**{k: end[-1][k] for k in keep}, "unigram_loss": unigram})
     if not rows:
         raise FileNotFoundError(f"no finished runs (metrics.jsonl with an end row) under {ladders}")
     return pd.DataFrame(rows)
@@ -193,6 +199,26 @@ def verdict(df: pd.DataFrame, table: pd.DataFrame, fits: pd.DataFrame, arch: str
     return "\n".join(lines)
 
 
+def ladder_checks(df: pd.DataFrame, table: pd.DataFrame, margin: float = 1.0) -> str:
+    """The ladder's sanity checks: far below the unigram baseline, and loss falling with size."""
+    gap = df.unigram_loss - df.valid_loss
+    if gap.isna().all():
+        lines = ["  unigram baseline: not recorded by these runs"]
+    else:
+        worst = df.loc[gap.idxmin()]
+        ok = "PASS" if (gap >= margin).all() else "FAIL"
+        lines = [f"  {ok}: every run >= {margin:g} nat below the unigram baseline "
+                 f"({df.unigram_loss.min():.3f} nats); the closest is {worst.arch} {worst['size']} "
+                 f"seed {worst.seed} at {worst.valid_loss:.4f} ({gap.min():.3f} below)"]  # fmt: skip
+    for arch, rows in table.groupby("arch", sort=False):
+        means = rows.sort_values("params_non_embedding").valid_loss_mean.to_numpy()
+        ok = "PASS" if len(means) > 1 and (np.diff(means) < 0).all() else "FAIL"
+        path = " -> ".join(f"{r['size']} {r.valid_loss_mean:.4f}" for _, r in
+                          rows.sort_values("params_non_embedding").iterrows())  # fmt: skip
+        lines.append(f"  {ok}: {arch} mean loss falls with size: {path}")
+    return "ladder checks:\n" + "\n".join(lines)
+
+
 def _verdict_word(arch, base, mean, sd, n) -> str:
     if n < 2 or not np.isfinite(sd):
         return f"one seed only: no SD, so no verdict; run more seeds ({arch} {mean:+.4f} nats)"
@@ -262,7 +288,8 @@ def main(argv=None) -> int:
     table.to_csv(a.out / "table.csv", index=False)
     fits.to_csv(a.out / "fits.csv", index=False)
     plot(df, table, fits, a.out / "loss_vs_params.png")
-    text = "\n\n".join(verdict(df, table, fits, arch) for arch in sorted(set(df.arch) - {BASE}))
+    verdicts = [verdict(df, table, fits, arch) for arch in sorted(set(df.arch) - {BASE})]
+    text = "\n\n".join([ladder_checks(df, table), *verdicts])
     (a.out / "verdict.txt").write_text(text + "\n", encoding="utf-8")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     print(f"\n{text}\n\nwrote {a.out}/table.csv, fits.csv, loss_vs_params.png, verdict.txt")

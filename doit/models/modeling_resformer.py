@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import GenerationMixin, LlamaForCausalLM, PreTrainedModel
 from transformers import initialization as init
 from transformers.cache_utils import Cache, DynamicCache
@@ -75,6 +76,13 @@ class ResFormerAttention(nn.Module):
         """This layer's values, shape (batch, kv_heads, seq, head_dim): the value residual."""
         if self.reuses_first_values:  # SVFormer: V_n = V_1
             return first_values
+        if self.mixes_values and self.config.value_learnable and torch.is_grad_enabled():
+            # l2's gradient needs V_n, which nothing else keeps for backward: recompute it (one
+            # v_proj) rather than store it; the inputs are already saved by q_proj and layer 1.
+            return checkpoint(self._values, hidden_states, first_values, use_reentrant=False)
+        return self._values(hidden_states, first_values)
+
+    def _values(self, hidden_states: torch.Tensor, first_values: torch.Tensor | None):
         values = self.v_proj(hidden_states)
         values = values.view(*hidden_states.shape[:-1], -1, self.head_dim).transpose(1, 2)
         if not self.mixes_values:

@@ -198,6 +198,19 @@ class BlockDataset(torch.utils.data.Dataset):
         return {"input_ids": self.blocks[i], "labels": self.blocks[i]}
 
 
+def unigram_baseline(train: torch.Tensor, valid: torch.Tensor, vocab_size: int) -> dict:
+    """The loss a model ignoring context would reach, in nats per token: the entropy of the
+    training tokens' unigram distribution, and the valid tokens' cross-entropy under it (add-one
+    smoothed, so a token unseen in training costs a finite loss). A ladder run must beat both."""
+    counts = torch.bincount(train.flatten(), minlength=vocab_size).double()
+    p = counts[counts > 0] / counts.sum()
+    smoothed = (counts + 1) / (counts.sum() + vocab_size)
+    return {
+        "unigram_entropy": float(-(p * p.log()).sum()),
+        "unigram_valid_loss": float(-smoothed.log()[valid.flatten()].mean()),
+    }
+
+
 def load_corpus(args: PretrainArguments, tokenizer, data_seed: int) -> dict[str, BlockDataset]:
     paths = resolve_paths(args)
     train = pack_documents(
@@ -334,7 +347,7 @@ def run_data_seed(training_args) -> int:
     return t.data_seed if t.data_seed is not None else t.seed
 
 
-def run_meta(args: PretrainArguments, training_args, counts: dict, data: dict) -> dict:
+def run_meta(args: PretrainArguments, training_args, model, data: dict) -> dict:
     t = training_args
     sequences = t.per_device_train_batch_size * t.gradient_accumulation_steps * t.world_size
     return {
@@ -343,7 +356,8 @@ def run_meta(args: PretrainArguments, training_args, counts: dict, data: dict) -
         "size": args.size,
         "seed": t.seed,
         "data_seed": run_data_seed(t),
-        **counts,
+        **parameter_counts(model),
+        **unigram_baseline(data["train"].blocks, data["valid"].blocks, model.config.vocab_size),
         "block_size": args.block_size,
         "tokens_per_step": sequences * args.block_size,
         "train_blocks": len(data["train"]),
@@ -361,7 +375,7 @@ def build_trainer(args: PretrainArguments, training_args) -> PretrainTrainer:
     tokenizer = AutoTokenizer.from_pretrained(str(resolve_paths(args)["tokenizer"]))
     data = load_corpus(args, tokenizer, run_data_seed(training_args))
     model = build_model(args, tokenizer, training_args.seed)
-    meta = run_meta(args, training_args, parameter_counts(model), data)
+    meta = run_meta(args, training_args, model, data)
     _forget_previous_accelerator()
     trainer = PretrainTrainer(
         model=model,

@@ -45,7 +45,8 @@ def ladder(tmp_path_factory) -> Path:
                 run.mkdir(parents=True)
                 end = {"kind": "end", "step": 272, "tokens": 1_114_112, "wall_s": 30.0,
                        "arch": arch, "size": size, "seed": seed, "params_non_embedding": n,
-                       "params_total": n + 185_000, "valid_loss": loss}  # fmt: skip
+                       "params_total": n + 185_000, "valid_loss": loss,
+                       "unigram_entropy": 5.7, "unigram_valid_loss": 5.8}  # fmt: skip
                 start = {"kind": "start", "step": 0, "tokens": 0, "wall_s": 0.0}
                 (run / "metrics.jsonl").write_text(
                     json.dumps(start) + "\n" + json.dumps(end) + "\n"
@@ -113,6 +114,21 @@ def test_outputs_and_verdict(result):
     assert "0.800 (20.0% fewer parameters than vanilla)" in verdict
     assert "1.100 (10.0% more parameters than vanilla)" in verdict
     assert verdict in proc.stdout
+    assert "PASS: every run >= 1 nat below the unigram baseline (5.700 nats)" in verdict
+    for arch in ARCHS:
+        assert f"PASS: {arch} mean loss falls with size: xs " in verdict
+
+
+def test_ladder_checks_fail_when_close_to_unigram_or_flat():
+    module = _module()
+    df = pd.DataFrame({"arch": ["vanilla"] * 4, "size": ["xs", "xs", "s", "s"], "seed": [0, 1] * 2,
+                       "params_non_embedding": [1, 1, 2, 2], "params_total": [3, 3, 4, 4],
+                       "valid_loss": [5.0, 4.0, 4.6, 4.6], "tokens": 1, "wall_s": 1.0,
+                       "unigram_loss": 5.5})  # fmt: skip
+    text = module.ladder_checks(df, module.summarize(df))
+    assert "FAIL: every run >= 1 nat below the unigram baseline" in text
+    assert "the closest is vanilla xs seed 0 at 5.0000 (0.500 below)" in text
+    assert "FAIL: vanilla mean loss falls with size: xs 4.5000 -> s 4.6000" in text
 
 
 def _module():

@@ -85,3 +85,36 @@ def test_trainer_mixin_uses_the_groups(tmp_path):
     expected = [{id(p) for p in g["params"]} for g in param_groups(model, 0.1)]
     assert [{id(p) for p in g["params"]} for g in optimizer.param_groups] == expected
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
+
+
+def _saved_bytes(model, ids) -> int:
+    """Bytes of the distinct non-parameter storages autograd keeps for backward."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        loss = model(ids, labels=ids, use_cache=False).loss
+    loss.backward()
+    return sum(saved.values())
+
+
+def test_learnable_mix_recomputes_values_for_backward(monkeypatch):
+    """The learnable mix keeps no extra activation (V_n is recomputed) and its grads are exact."""
+    from doit.models import modeling_resformer
+
+    model, ids = make_model("resformer", value_learnable=True).train(), random_ids()
+    fixed = make_model("resformer").train()
+    assert _saved_bytes(model, ids) == _saved_bytes(fixed, ids)
+    recomputed = _grads(model, ids)
+    monkeypatch.setattr(modeling_resformer, "checkpoint", lambda fn, *args, **kw: fn(*args))
+    assert _saved_bytes(model, ids) > _saved_bytes(fixed, ids)  # stored V_n: the cost avoided
+    stored = _grads(model, ids)
+    for name, grad in stored.items():
+        torch.testing.assert_close(recomputed[name], grad, atol=1e-6, rtol=1e-5, msg=name)
+    assert stored["model.layers.2.self_attn.value_lambda2"].abs().sum() > 0

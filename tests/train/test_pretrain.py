@@ -161,6 +161,18 @@ def test_parameter_counts_tied():
     assert counts["params_non_embedding"] == counts["params_total"] - embedding
 
 
+def test_unigram_baseline_by_hand():
+    import math
+
+    from doit.train.pretrain import unigram_baseline
+
+    train = torch.tensor([[0, 0, 1, 2]])  # p = (1/2, 1/4, 1/4, 0)
+    valid = torch.tensor([[1, 3]])  # add-one: counts (3, 2, 2, 1) / 8
+    out = unigram_baseline(train, valid, vocab_size=4)
+    assert out["unigram_entropy"] == pytest.approx(-(0.5 * math.log(0.5) + 0.5 * math.log(0.25)))
+    assert out["unigram_valid_loss"] == pytest.approx(-(math.log(2 / 8) + math.log(1 / 8)) / 2)
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -196,6 +208,7 @@ def test_recipe_end_to_end(mode, tiny_corpus, tmp_path, capsys):
     end = rows[-1]
     assert end["tokens"] == 4 * 4 * 32 and end["valid_loss"] == rows[-2]["loss"]
     assert end["params_non_embedding"] < end["params_total"] and end["wall_s"] > 0
+    assert end["unigram_valid_loss"] > 0 and end["unigram_entropy"] > 0
     assert end["arch"] == ("resformer_learnable" if mode == "resformer_learnable" else mode)
     model = AutoModelForCausalLM.from_pretrained(out)
     assert model.config.value_mode == MODES[mode][0]
