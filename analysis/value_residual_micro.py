@@ -161,7 +161,8 @@ def ratio_note(base_slope, slope, n_needed, n_min, n_max, base=BASE) -> str:
         return (f"not measurable: the loss does not fall with size (slopes {base} "
                 f"{base_slope:+.4f}, arch {slope:+.4f})")  # fmt: skip
     if not n_min <= n_needed <= n_max:
-        return (f"extrapolated: the arch would need N = {n_needed:,.0f}, outside its ladder "
+        n_text = f"{n_needed:,.0f}" if n_needed >= 1 else f"{n_needed:.3g}"
+        return (f"extrapolated: the arch would need N = {n_text}, outside its ladder "
                 f"({n_min:,.0f}..{n_max:,.0f})")  # fmt: skip
     return ""
 

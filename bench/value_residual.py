@@ -9,7 +9,8 @@ in one process, interleaved step by step so that machine load hits them alike.
 - activation memory: bytes of the distinct storages autograd saves for backward during one
   forward (`torch.autograd.graph.saved_tensors_hooks`), parameters excluded;
 - KV cache: bytes of the live cache object after the last forward call of `generate()`.
-Goals (resformer, fixed mix): step time <= 1.05x, activation memory <= 1.02x vanilla.
+Goals for resformer, fixed and learnable mix: step time <= 1.05x, activation memory <= 1.02x
+vanilla (the learnable mix recomputes V_n for backward: a v_proj of time for no stored V_n).
 """
 
 from __future__ import annotations

@@ -11,13 +11,17 @@ Blocks are plain causal windows: a document may attend to the one before it acro
 Run directory (``output_dir``)::
 
     metrics.jsonl   one JSON object a line; ``kind`` is "start" (arch, size, seed, parameter
-                    counts, tokens per step), "train" (loss, lr, grad_norm), "valid" (loss) or
-                    "end" (final valid loss, tokens, wall time); every row has step, tokens, wall_s
+                    counts, unigram baseline, tokens per step), "train" (loss, lr, grad_norm),
+                    "valid" (loss) or "end" (the start fields plus final valid loss, tokens,
+                    wall time); every row has step, tokens, wall_s
     model.safetensors, config.json, generation_config.json, tokenizer files
     DONE            written last (a copy of the "end" row); a run with DONE is never redone
 
 Parameter counts: ``params_total`` counts every parameter once; ``params_non_embedding`` leaves
 out the input embedding and the LM head (Kaplan et al.'s N).
+Unigram baseline (nats per token): ``unigram_entropy`` of the training tokens and
+``unigram_valid_loss``, the valid tokens' cross-entropy under that (add-one smoothed) distribution:
+what a model that ignores context would reach.
 """
 
 from __future__ import annotations

@@ -131,6 +131,20 @@ def test_every_config_parses_and_comments_every_key(tiny_corpus, tmp_path):
         assert training.max_grad_norm == 1.0 and training.train_sampling_strategy == "sequential"
 
 
+def test_archs_of_a_size_differ_only_in_value_mode(tmp_path):
+    """Like with like: each size's three configs share every model and training setting."""
+    from doit.train.pretrain import parse_args
+
+    for size in ("xs", "s", "m", "l"):
+        parsed = {}
+        for arch in ("vanilla", "resformer", "svformer"):
+            args, training = parse_args(
+                ["--config", str(CONFIGS / f"{arch}_{size}.yaml"), "--output_dir", str(tmp_path)]
+            )
+            parsed[arch] = ({**vars(args), "value_mode": None}, training.to_dict())
+        assert parsed["vanilla"] == parsed["resformer"] == parsed["svformer"], size
+
+
 def test_ladder_sizes(tiny_corpus):
     from transformers import AutoTokenizer
 
