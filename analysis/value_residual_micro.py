@@ -56,8 +56,10 @@ def load_runs(ladders: list[Path]) -> pd.DataFrame:
                 continue
             keep = ("arch", "size", "seed", "params_non_embedding", "params_total",
                     "valid_loss", "tokens", "wall_s")  # fmt: skip
-            unigram = [end[-1].get(k) for k in ("unigram_entropy", "unigram_valid_loss")]
-            unigram = min(u for u in unigram if u is not None) if any(unigram) else np.nan
+            unigram = [
+                end[-1][k] for k in ("unigram_entropy", "unigram_valid_loss") if k in end[-1]
+            ]
+            unigram = min(unigram) if unigram else np.nan  # older runs did not record it
             rows.append({**{k: end[-1][k] for k in keep}, "unigram_loss": unigram})
     if not rows:
         raise FileNotFoundError(f"no finished runs (metrics.jsonl with an end row) under {ladders}")
@@ -212,10 +214,10 @@ def ladder_checks(df: pd.DataFrame, table: pd.DataFrame, margin: float = 1.0) ->
                  f"({df.unigram_loss.min():.3f} nats); the closest is {worst.arch} {worst['size']} "
                  f"seed {worst.seed} at {worst.valid_loss:.4f} ({gap.min():.3f} below)"]  # fmt: skip
     for arch, rows in table.groupby("arch", sort=False):
-        means = rows.sort_values("params_non_embedding").valid_loss_mean.to_numpy()
+        rows = rows.sort_values("params_non_embedding")
+        means = rows.valid_loss_mean.to_numpy()
         ok = "PASS" if len(means) > 1 and (np.diff(means) < 0).all() else "FAIL"
-        path = " -> ".join(f"{r['size']} {r.valid_loss_mean:.4f}" for _, r in
-                          rows.sort_values("params_non_embedding").iterrows())  # fmt: skip
+        path = " -> ".join(f"{size} {mean:.4f}" for size, mean in zip(rows["size"], means))
         lines.append(f"  {ok}: {arch} mean loss falls with size: {path}")
     return "ladder checks:\n" + "\n".join(lines)
 

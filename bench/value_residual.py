@@ -21,7 +21,12 @@ import time
 
 import torch
 
-from doit.models import ResFormerConfig, ResFormerForCausalLM, cache_nbytes
+from doit.models import (
+    ResFormerConfig,
+    ResFormerForCausalLM,
+    cache_nbytes,
+    saved_activation_bytes,
+)
 
 VARIANTS = {
     "vanilla": {"value_mode": "vanilla"},
@@ -54,24 +59,6 @@ def train_step(model, optimizer, ids) -> float:
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return time.perf_counter() - start
-
-
-def saved_activation_bytes(model, ids) -> int:
-    """Bytes of distinct non-parameter storages saved for backward by one forward pass."""
-    param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    saved = {}
-
-    def pack(tensor):
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in param_storages:
-            saved[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        loss = model(ids, labels=ids, use_cache=False).loss
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    return sum(saved.values())
 
 
 def generation_cache_bytes(model, prompt, new_tokens: int) -> int:

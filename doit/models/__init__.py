@@ -10,6 +10,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from .cache import SharedValueLayer, SVFormerCache, cache_nbytes
 from .configuration_resformer import VALUE_MODES, ResFormerConfig
+from .memory import saved_activation_bytes
 from .modeling_resformer import (
     ResFormerForCausalLM,
     ResFormerModel,
@@ -31,4 +32,5 @@ __all__ = [
     "SharedValueLayer",
     "cache_nbytes",
     "from_llama",
+    "saved_activation_bytes",
 ]

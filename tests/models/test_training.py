@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch import nn
 
+from doit.models import saved_activation_bytes
 from doit.train.optim import DoitOptimizerMixin, no_decay_parameter_names, param_groups
 
 from .tiny import MODES, make_model, random_ids
@@ -87,33 +88,17 @@ def test_trainer_mixin_uses_the_groups(tmp_path):
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
 
 
-def _saved_bytes(model, ids) -> int:
-    """Bytes of the distinct non-parameter storages autograd keeps for backward."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    saved = {}
-
-    def pack(tensor):
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in params:
-            saved[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        loss = model(ids, labels=ids, use_cache=False).loss
-    loss.backward()
-    return sum(saved.values())
-
-
 def test_learnable_mix_recomputes_values_for_backward(monkeypatch):
     """The learnable mix keeps no extra activation (V_n is recomputed) and its grads are exact."""
     from doit.models import modeling_resformer
 
     model, ids = make_model("resformer", value_learnable=True).train(), random_ids()
     fixed = make_model("resformer").train()
-    assert _saved_bytes(model, ids) == _saved_bytes(fixed, ids)
+    fixed_bytes = saved_activation_bytes(fixed, ids)
+    assert saved_activation_bytes(model, ids) == fixed_bytes
     recomputed = _grads(model, ids)
     monkeypatch.setattr(modeling_resformer, "checkpoint", lambda fn, *args, **kw: fn(*args))
-    assert _saved_bytes(model, ids) > _saved_bytes(fixed, ids)  # stored V_n: the cost avoided
+    assert saved_activation_bytes(model, ids) > fixed_bytes  # stored V_n: the cost avoided
     stored = _grads(model, ids)
     for name, grad in stored.items():
         torch.testing.assert_close(recomputed[name], grad, atol=1e-6, rtol=1e-5, msg=name)
