@@ -2,10 +2,11 @@
 
 The data path is deterministic: documents (one a line of a ``.txt`` file, or the ``text_field``
 of each ``.jsonl`` record) are tokenised without special tokens, each followed by EOS,
-concatenated and cut into ``block_size`` blocks (the tail is dropped); the training blocks are
-then permuted once by a generator seeded with ``data_seed`` (else ``seed``) and read in that
-order (``train_sampling_strategy="sequential"``). Every architecture trained with one seed
-therefore sees the same blocks in the same order; the model seed only changes the initial weights.
+concatenated and cut into ``block_size`` blocks (the tail is dropped); epoch ``e`` reads the
+training blocks in the (e+1)-th permutation drawn from a generator seeded with ``data_seed``
+(else ``seed``): `EpochPermutation` (``train_sampling_strategy`` must say "sequential", so
+Trainer's own shuffling stays off). Every architecture trained with one seed therefore sees the
+same blocks in the same order, a fresh order each epoch; the model seed only changes the weights.
 Blocks are plain causal windows: a document may attend to the one before it across its EOS.
 
 Run directory (``output_dir``)::
@@ -184,9 +185,26 @@ def pack_documents(docs: list[str], tokenizer, block_size: int) -> torch.Tensor:
     return flat[: n_blocks * block_size].view(n_blocks, block_size)
 
 
-def shuffle_blocks(blocks: torch.Tensor, seed: int) -> torch.Tensor:
-    order = torch.randperm(len(blocks), generator=torch.Generator().manual_seed(seed))
-    return blocks[order]
+class EpochPermutation(torch.utils.data.Sampler[int]):
+    """Indices ``0..n-1`` in an order fixed by ``(seed, epoch)``: the same for every model
+    trained with ``seed``, a new one each epoch. Trainer calls `set_epoch` before each epoch
+    (through accelerate's shard wrappers when there are several ranks), so a resumed run replays
+    the interrupted epoch's order."""
+
+    def __init__(self, n: int, seed: int):
+        self.n, self.seed, self.epoch = n, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed)
+        for _ in range(self.epoch + 1):  # epoch e takes the (e+1)-th draw of one seeded stream
+            order = torch.randperm(self.n, generator=generator)
+        return iter(order.tolist())
 
 
 class BlockDataset(torch.utils.data.Dataset):
@@ -215,7 +233,7 @@ def unigram_baseline(train: torch.Tensor, valid: torch.Tensor, vocab_size: int) 
     }
 
 
-def load_corpus(args: PretrainArguments, tokenizer, data_seed: int) -> dict[str, BlockDataset]:
+def load_corpus(args: PretrainArguments, tokenizer) -> dict[str, BlockDataset]:
     paths = resolve_paths(args)
     train = pack_documents(
         read_documents(paths["train"], args.text_field), tokenizer, args.block_size
@@ -223,7 +241,7 @@ def load_corpus(args: PretrainArguments, tokenizer, data_seed: int) -> dict[str,
     valid = pack_documents(
         read_documents(paths["valid"], args.text_field), tokenizer, args.block_size
     )
-    return {"train": BlockDataset(shuffle_blocks(train, data_seed)), "valid": BlockDataset(valid)}
+    return {"train": BlockDataset(train), "valid": BlockDataset(valid)}
 
 
 # --- model -----------------------------------------------------------------------------------------
@@ -321,7 +339,8 @@ class PretrainMetrics(TrainerCallback):
 
 
 class PretrainTrainer(DoitOptimizerMixin, Trainer):
-    """`Trainer` with doit's no-decay set (norms, biases, ResFormer mixing scalars).
+    """`Trainer` with doit's no-decay set (norms, biases, ResFormer mixing scalars) and the
+    data order of `EpochPermutation`.
 
     ``optimizer_groups`` records, when the optimiser is built (before DeepSpeed wraps it), each
     group's weight decay and parameter names.
@@ -329,6 +348,10 @@ class PretrainTrainer(DoitOptimizerMixin, Trainer):
 
     optimizer_groups: list[dict] | None = None
     started: float = 0.0
+
+    def _get_train_sampler(self, train_dataset=None) -> EpochPermutation:
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        return EpochPermutation(len(dataset), run_data_seed(self.args))
 
     @property
     def metrics_callback(self) -> PretrainMetrics:
@@ -340,7 +363,7 @@ def check_training_args(training_args) -> None:
     if training_args.train_sampling_strategy != "sequential":
         raise ValueError(
             f"train_sampling_strategy={training_args.train_sampling_strategy!r}: pretraining "
-            "shuffles the blocks itself (by data_seed) and needs 'sequential'"
+            "orders the blocks itself (EpochPermutation, by data_seed) and needs 'sequential'"
         )
     if training_args.bf16 or training_args.fp16:
         raise ValueError("bf16/fp16: the micro ladder trains in fp32 on CPU; set both false")
@@ -377,7 +400,7 @@ def build_trainer(args: PretrainArguments, training_args) -> PretrainTrainer:
     check_training_args(training_args)
     start = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(resolve_paths(args)["tokenizer"]))
-    data = load_corpus(args, tokenizer, run_data_seed(training_args))
+    data = load_corpus(args, tokenizer)
     model = build_model(args, tokenizer, training_args.seed)
     meta = run_meta(args, training_args, model, data)
     _forget_previous_accelerator()

@@ -88,20 +88,41 @@ def test_pack_documents_eos_between_and_tail_dropped(tiny_corpus):
         pack_documents(docs, tok, block_size=1000)
 
 
-def test_same_blocks_in_same_order_for_every_arch(tiny_corpus):
-    from transformers import AutoTokenizer
+def test_epoch_permutation_same_per_seed_new_per_epoch():
+    from doit.train.pretrain import EpochPermutation
 
-    from doit.train.pretrain import PretrainArguments, load_corpus
+    def order(seed, epoch):
+        sampler = EpochPermutation(50, seed)
+        sampler.set_epoch(epoch)
+        return list(sampler)
 
-    tok = AutoTokenizer.from_pretrained(tiny_corpus["tokenizer"])
-    paths = dict(train_file=str(tiny_corpus["text"]), valid_file=str(tiny_corpus["text"]),
-                 tokenizer_path=str(tiny_corpus["tokenizer"]), block_size=32)  # fmt: skip
-    a = load_corpus(PretrainArguments(value_mode="vanilla", **paths), tok, data_seed=3)
-    b = load_corpus(PretrainArguments(value_mode="svformer", **paths), tok, data_seed=3)
-    c = load_corpus(PretrainArguments(value_mode="vanilla", **paths), tok, data_seed=4)
-    assert torch.equal(a["train"].blocks, b["train"].blocks)
-    assert not torch.equal(a["train"].blocks, c["train"].blocks)
-    assert torch.equal(a["valid"].blocks, c["valid"].blocks)  # valid is never shuffled
+    assert sorted(order(3, 0)) == list(range(50)) and len(EpochPermutation(50, 3)) == 50
+    assert order(3, 0) == order(3, 0) and order(3, 1) == order(3, 1)
+    assert order(3, 0) != order(3, 1) != order(4, 1) and order(3, 0) != order(4, 0)
+    # epoch 0 is torch.randperm under manual_seed(seed), as the ladder's first epoch always was
+    assert order(3, 0) == torch.randperm(50, generator=torch.Generator().manual_seed(3)).tolist()
+
+
+def test_trainer_reads_a_new_permutation_each_epoch(tiny_corpus, tmp_path, monkeypatch):
+    """Trainer swaps in EpochPermutation and calls set_epoch; every arch of a seed gets the same."""
+    from doit.train.pretrain import EpochPermutation
+
+    seen = []
+    original = EpochPermutation.__iter__
+
+    def recording_iter(self):
+        order = list(original(self))
+        seen.append((self.seed, self.epoch, order))
+        return iter(order)
+
+    monkeypatch.setattr(EpochPermutation, "__iter__", recording_iter)
+    for mode in ("vanilla", "svformer"):
+        argv = _tiny_argv(tiny_corpus, mode, tmp_path / mode, "--num_train_epochs", "2",
+                          "--per_device_train_batch_size", "4", "--eval_strategy", "no")  # fmt: skip
+        assert _recipe().main(argv) == 0
+    assert [(seed, epoch) for seed, epoch, _ in seen] == [(0, 0), (0, 1)] * 2
+    assert seen[0][2] == seen[2][2] and seen[1][2] == seen[3][2]  # the same for both archs
+    assert seen[0][2] != seen[1][2] and sorted(seen[0][2]) == sorted(seen[1][2])
 
 
 def test_missing_corpus_says_how_to_build_it(tmp_path):
