@@ -37,7 +37,7 @@ test: $(VENV)/.installed check-cxx
 test-fast: $(VENV)/.installed check-cxx
 	$(PY) -m pytest -q -m "not slow" --durations=10
 
-# Pretrain the micro base ladder (vanilla/resformer/svformer x 4 sizes) and compare them.
+# Pretrain the micro base ladder (vanilla/resformer/svformer x sizes xs, s, l) and compare them.
 ladder: $(VENV)/.installed check-cxx
 	test -f $(DEMO_DIR)/pretrain/train.txt || $(PY) -m doit.data micro --out $(DEMO_DIR)
 	$(PY) -m doit.train.ladder --out $(LADDER_DIR) --seeds $(SEEDS) --jobs 2 --threads 1 -- --micro_dir $(DEMO_DIR)

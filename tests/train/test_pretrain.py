@@ -183,6 +183,10 @@ def test_ladder_sizes(tiny_corpus):
     assert len(tok) <= 4096
     assert 150_000 <= counts["xs"] <= 250_000 and 1_400_000 <= counts["l"] <= 2_000_000
     assert counts["l"] / counts["xs"] >= 8
+    from doit.train.ladder import DEFAULT_SIZES, SIZES
+
+    assert 3 <= len(DEFAULT_SIZES) <= 4 and set(DEFAULT_SIZES) <= set(SIZES)
+    assert counts[DEFAULT_SIZES[-1]] / counts[DEFAULT_SIZES[0]] >= 8  # the default ladder spans 8x
 
 
 def test_parameter_counts_tied():
