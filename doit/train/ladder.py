@@ -29,7 +29,7 @@ from pathlib import Path
 
 ARCHS = ("vanilla", "resformer", "svformer")
 SIZES = ("xs", "s", "m", "l")  # every size with configs, smallest first
-DEFAULT_SIZES = ("xs", "s", "l")  # 0.20M / 0.44M / 1.77M (8.9x): one seed in <= 20 min on 2 cores
+DEFAULT_SIZES = ("xs", "s", "l")  # 0.20M / 0.44M / 1.77M (8.8x): one seed in <= 20 min on 2 cores
 CONFIG_DIR = "recipes/configs/pretrain"
 LOG = "ladder.jsonl"
 

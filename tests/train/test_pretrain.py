@@ -154,9 +154,10 @@ def test_every_config_parses_and_comments_every_key(tiny_corpus, tmp_path):
 
 def test_archs_of_a_size_differ_only_in_value_mode(tmp_path):
     """Like with like: each size's three configs share every model and training setting."""
+    from doit.train.ladder import SIZES
     from doit.train.pretrain import parse_args
 
-    for size in ("xs", "s", "m", "l"):
+    for size in SIZES:
         parsed = {}
         for arch in ("vanilla", "resformer", "svformer"):
             args, training = parse_args(
@@ -169,11 +170,12 @@ def test_archs_of_a_size_differ_only_in_value_mode(tmp_path):
 def test_ladder_sizes(tiny_corpus):
     from transformers import AutoTokenizer
 
+    from doit.train.ladder import DEFAULT_SIZES, SIZES
     from doit.train.pretrain import build_model, parameter_counts, parse_args
 
     tok = AutoTokenizer.from_pretrained(tiny_corpus["tokenizer"])
     counts = {}
-    for size in ("xs", "s", "m", "l"):
+    for size in SIZES:
         args, _ = parse_args(["--config", str(CONFIGS / f"vanilla_{size}.yaml")])
         assert args.num_hidden_layers >= 4
         model = build_model(args, tok, seed=0)
@@ -183,8 +185,6 @@ def test_ladder_sizes(tiny_corpus):
     assert len(tok) <= 4096
     assert 150_000 <= counts["xs"] <= 250_000 and 1_400_000 <= counts["l"] <= 2_000_000
     assert counts["l"] / counts["xs"] >= 8
-    from doit.train.ladder import DEFAULT_SIZES, SIZES
-
     assert 3 <= len(DEFAULT_SIZES) <= 4 and set(DEFAULT_SIZES) <= set(SIZES)
     assert counts[DEFAULT_SIZES[-1]] / counts[DEFAULT_SIZES[0]] >= 8  # the default ladder spans 8x
 
