@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from doit.data.io import read_jsonl
+
 BASE = "vanilla"
 SIZE_ORDER = ("xs", "s", "m", "l")
 PAPER = "paper: ~10.4% (fixed 0.5/0.5, earlier version), 16.11% (v5 headline, variant unverified)"
@@ -47,8 +49,7 @@ def load_runs(ladders: list[Path]) -> pd.DataFrame:
     rows = []
     for ladder in ladders:
         for path in sorted(Path(ladder).glob("*/seed*/metrics.jsonl")):
-            lines = path.read_text(encoding="utf-8").splitlines()
-            end = [r for r in map(json.loads, filter(None, lines)) if r.get("kind") == "end"]
+            end = [r for _, r in read_jsonl(path) if r.get("kind") == "end"]
             if not end:
                 print(
                     f"warning: {path.parent} is unfinished (no end row); left out", file=sys.stderr

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from doit.data import abilities as ab
+from doit.data.io import JsonlError, read_jsonl
 from doit.data.schema import Problem
 
 TRAIN_POOLS = ("1000", "full")
@@ -70,16 +71,10 @@ def read_records(path: Path) -> Iterator[tuple[int, Any]]:
     if text.lstrip().startswith("["):
         yield from _read_json_array(path, text)
         return
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield lineno, json.loads(line)
-        except json.JSONDecodeError as e:
-            yield (
-                lineno,
-                Problem(str(path), lineno, "json", f"invalid JSON: {e.msg} (column {e.colno})"),
-            )
+    for lineno, rec in read_jsonl(path, on_error="yield"):
+        if isinstance(rec, JsonlError):
+            rec = Problem(str(path), lineno, "json", f"invalid JSON: {rec.msg}")
+        yield lineno, rec
 
 
 def _read_json_array(path: Path, text: str) -> Iterator[tuple[int, Any]]:

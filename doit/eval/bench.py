@@ -37,6 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from doit.data.io import read_jsonl
+
 BENCHMARKS = ("cmmlu", "agieval", "ceval")
 # AGIEval's own list of Chinese multiple-choice subsets (src/dataset_loader.py, chinese_qa_datasets)
 AGIEVAL_ZH_MCQ = (
@@ -136,10 +138,7 @@ def agieval_split(path: str | Path, pool: int = FEWSHOT_POOL) -> tuple[list, lis
     The pool is the first ``pool`` single-answer items in file order; it is never scored,
     at any shot count, so 0-shot and 5-shot accuracies are over the same items.
     """
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    items = [
-        agieval_item(json.loads(x), f"{path}:{i + 1}") for i, x in enumerate(lines) if x.strip()
-    ]
+    items = [agieval_item(rec, f"{path}:{line}") for line, rec in read_jsonl(path)]
     singles = [it for it in items if it is not None]
     if len(singles) <= pool:
         raise ValueError(

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from doit.data import abilities as ab
+from doit.data.io import read_jsonl
 from doit.eval import parsers
 from doit.eval.math_equiv import equal_paper, equal_verify
 
@@ -146,12 +147,4 @@ def score_predictions(
 
 
 def read_predictions(path) -> list[dict]:
-    preds = []
-    for line, text in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            preds.append(json.loads(text))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{line}: json: invalid JSON: {e.msg}") from None
-    return preds
+    return [rec for _, rec in read_jsonl(path)]

@@ -24,7 +24,7 @@ from pathlib import Path
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from doit.data.io import atomic_write_text, dumps_jsonl
+from doit.data.io import atomic_write_text, dumps_jsonl, read_jsonl
 
 METRICS = "metrics.jsonl"
 STATE_FILES = (
@@ -116,13 +116,7 @@ class MetricsJsonl(TrainerCallback):
 
 
 def _read_rows(path: Path) -> list[dict]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
+    return [row for _, row in read_jsonl(path, on_error="skip")]
 
 
 def name_eval_metrics(logs: dict) -> dict:

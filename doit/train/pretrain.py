@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 from transformers import Trainer, TrainerCallback
 
-from doit.data.io import write_json
+from doit.data.io import read_jsonl, write_json
 from doit.train.optim import DoitOptimizerMixin
 from doit.train.run import DONE, is_done
 
@@ -159,16 +159,13 @@ def read_documents(path: Path, text_field: str = "text") -> list[str]:
     path = Path(path)
     if path.suffix not in DATA_SUFFIXES:
         raise ValueError(f"{path}: expected one of {DATA_SUFFIXES}, got {path.suffix!r}")
-    lines = path.read_text(encoding="utf-8").splitlines()
     if path.suffix == ".txt":
-        return [line for line in lines if line.strip()]
+        return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     docs = []
-    for n, line in enumerate(lines, 1):
-        if line.strip():
-            record = json.loads(line)
-            if not isinstance(record.get(text_field), str):
-                raise ValueError(f"{path}:{n}: no string field {text_field!r} (set text_field)")
-            docs.append(record[text_field])
+    for n, record in read_jsonl(path):
+        if not isinstance(record.get(text_field), str):
+            raise ValueError(f"{path}:{n}: no string field {text_field!r} (set text_field)")
+        docs.append(record[text_field])
     return docs
 
 
@@ -458,7 +455,7 @@ def pretrain(args: PretrainArguments, training_args) -> dict:
 
 def read_metrics(run_dir) -> list[dict]:
     path = Path(run_dir) / METRICS
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [row for _, row in read_jsonl(path)]
 
 
 __all__ = [

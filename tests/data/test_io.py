@@ -80,3 +80,33 @@ def test_exception_inside_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
     atomic_write_text(tmp_path / "a.txt", "ok")
     assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_read_jsonl_keeps_unicode_line_separators_that_write_jsonl_writes(tmp_path):
+    from doit.data.io import read_jsonl, write_jsonl
+
+    records = [{"prediction": "A\u2028B"}, {"x": "c\u2029d\u0085e"}, {"y": 1}]
+    write_jsonl(tmp_path / "p.jsonl", records)
+    assert [r for _, r in read_jsonl(tmp_path / "p.jsonl")] == records
+    assert [n for n, _ in read_jsonl(tmp_path / "p.jsonl")] == [1, 2, 3]
+
+
+def test_read_jsonl_names_the_bad_line_or_yields_or_skips_it(tmp_path):
+    from doit.data.io import JsonlError, read_jsonl
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": \n{"a": 3}\n', encoding="utf-8")
+    with pytest.raises(JsonlError, match=r"bad.jsonl:3: json: invalid JSON"):
+        list(read_jsonl(path))
+    got = list(read_jsonl(path, on_error="yield"))
+    assert [n for n, _ in got] == [1, 3, 4] and isinstance(got[1][1], JsonlError)
+    assert [r for _, r in read_jsonl(path, on_error="skip")] == [{"a": 1}, {"a": 3}]
+
+
+def test_predictions_with_unicode_separators_round_trip_through_score(tmp_path):
+    from doit.data.io import write_jsonl
+    from doit.eval.score import read_predictions
+
+    preds = [{"type": "biology", "idx": 0, "prediction": "A\u2028B"}]
+    write_jsonl(tmp_path / "pred.jsonl", preds)
+    assert read_predictions(tmp_path / "pred.jsonl") == preds
