@@ -30,7 +30,6 @@ The paper's numbers, for comparison: ~10.4% fewer parameters at equal loss for t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import json
 import re
 import warnings
 from importlib import resources

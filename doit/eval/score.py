@@ -18,9 +18,6 @@ true means.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from doit.data import abilities as ab
 from doit.data.io import read_jsonl
 from doit.eval import parsers
