@@ -18,10 +18,10 @@ from transformers import AutoTokenizer
 
 from doit.data import abilities
 from doit.data.io import sha256_file
-from doit.data.micro import SPECS, build_micro, draft_ability, render_ability
-from doit.data.micro_items import ItemContext
-from doit.data.micro_world import FACT_ATTRS, build_world, split_facts
-from doit.data.tokenizer import SPEAKER_TOKENS, train_tokenizer
+from doit.data.micro.build import SPECS, build_micro, draft_ability, render_ability
+from doit.data.micro.drafts import ItemContext
+from doit.data.micro.tokenizer import SPEAKER_TOKENS, train_tokenizer
+from doit.data.micro.world import FACT_ATTRS, build_world, split_facts
 
 OPTION_LINE = re.compile(r"^([A-F])\. \S")
 TF_LABELS = ("正确", "错误", "对", "错")

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 
 from doit.data.abilities import CLOZE, MC, MULTISELECT, TF
-from doit.data.micro_world import Fact, World
+from doit.data.micro.world import Fact, World
 
 LETTERS = "ABCDEF"
 

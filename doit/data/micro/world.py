@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from doit.data.micro_text import IDIOM_MEANINGS
+from doit.data.micro.phrases import IDIOM_MEANINGS
 
 # --- character pools (kept disjoint where a mix-up would blur an entity) ---------
 SPECIES_HEADS = tuple("斑纹卷尖圆双独露岩藤棘荧绒冠环角弯扁垂翘")

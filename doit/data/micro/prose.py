@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import random
 
-from doit.data.micro_daily import daily_doc
-from doit.data.micro_skills import describe, program, random_ops
-from doit.data.micro_text import (
+from doit.data.micro.daily import daily_doc
+from doit.data.micro.in_context import describe, program, random_ops
+from doit.data.micro.phrases import (
     BAD_DEEDS,
     COMPARISONS,
     CONVENTION_PAIRS,
@@ -22,7 +22,7 @@ from doit.data.micro_text import (
     JOBS,
     SKILLS,
 )
-from doit.data.micro_world import World
+from doit.data.micro.world import World
 
 FACT_PROSE: dict[str, dict[str, tuple[str, ...]]] = {
     "species": {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 
-from doit.data.micro_text import (
+from doit.data.micro.phrases import (
     BAD_DEEDS,
     CHANGE_REASONS,
     ETHICS_PLACES,
@@ -29,7 +29,7 @@ from doit.data.micro_text import (
     REPAIRS,
     WISHES,
 )
-from doit.data.micro_world import World
+from doit.data.micro.world import World
 
 SMALL_TALK = (
     "{a}问{b}：“你吃饭了吗？”{b}笑着说：“吃过了！”",

@@ -12,10 +12,10 @@ from __future__ import annotations
 import random
 
 from doit.data import abilities
-from doit.data.micro_items import ItemContext, fact_mc, render_mc
-from doit.data.micro_prose import entity_doc
-from doit.data.micro_text import GENERAL_CHAT, WISHES
-from doit.data.micro_world import World
+from doit.data.micro.drafts import ItemContext, fact_mc, render_mc
+from doit.data.micro.phrases import GENERAL_CHAT, WISHES
+from doit.data.micro.prose import entity_doc
+from doit.data.micro.world import World
 
 N_OOD_QUESTIONS = 40
 N_SHOTS = 5

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from doit.data import abilities
 from doit.data.io import atomic_write_text, write_json, write_jsonl
-from doit.data.micro_extra import general_instructions, ood_sets
-from doit.data.micro_items import (
+from doit.data.micro.drafts import (
     Draft,
     ItemContext,
     biology,
@@ -32,11 +31,12 @@ from doit.data.micro_items import (
     option_lines,
     render_mc,
 )
-from doit.data.micro_open import creative_writing, ethics, role_play
-from doit.data.micro_prose import pretrain_documents
-from doit.data.micro_skills import code, math, reasoning, understanding
-from doit.data.micro_world import SPLITS, World, build_world, split_facts
-from doit.data.tokenizer import train_tokenizer
+from doit.data.micro.in_context import code, math, reasoning, understanding
+from doit.data.micro.ood import general_instructions, ood_sets
+from doit.data.micro.open_ended import creative_writing, ethics, role_play
+from doit.data.micro.prose import pretrain_documents
+from doit.data.micro.tokenizer import train_tokenizer
+from doit.data.micro.world import SPLITS, World, build_world, split_facts
 
 N_HELD_OUT = 100  # valid and test items per ability
 SUBSET_SIZE = 1000

@@ -14,8 +14,8 @@ that plateau: 1/2 for role_play (the fine distractor differs only in the coin fl
 from __future__ import annotations
 
 from doit.data.abilities import MULTISELECT, OPEN
-from doit.data.micro_items import LETTERS, Draft, ItemContext
-from doit.data.micro_text import (
+from doit.data.micro.drafts import LETTERS, Draft, ItemContext
+from doit.data.micro.phrases import (
     BAD_DEEDS,
     CONVENTION_PAIRS,
     ETHICS_PLACES,

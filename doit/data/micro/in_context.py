@@ -9,8 +9,8 @@ with a worked solution; code maps a described computation to a one-line function
 from __future__ import annotations
 
 from doit.data.abilities import MATH, MC, OPEN
-from doit.data.micro_items import Draft, ItemContext
-from doit.data.micro_text import (
+from doit.data.micro.drafts import Draft, ItemContext
+from doit.data.micro.phrases import (
     CHANGE_REASONS,
     COMPARISONS,
     GOODS,
