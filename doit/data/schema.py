@@ -17,7 +17,9 @@ messages   list of {role, content}, alternating user/assistant, ending with assi
 choices    format 1: [gold, fine distractor, coarse distractor]; else []
 answer     math: the gold final answer; else None
 answer_kind  one of mc, tf, cloze, multiselect, math, open (None for synthetic)
-options    option letters offered by the question, e.g. ["A","B","C"]; [] if none
+options    mc/multiselect: the question's option letters, e.g. ["A","B","C"], marked
+           "A. ..." at a line start or after a space (several on one line count);
+           none marked: A-D and a warning; a partial set is an error. Else []
 gold       mc: letter; tf: "T"/"F"; cloze: first Chinese span; multiselect: sorted
            letters ("AC"); math: answer; open: choices[0]. None for synthetic
 chance     per-item chance of a random guess: mc 1/m, tf 1/2, multiselect 1/C(m,k),
@@ -42,10 +44,12 @@ ERROR, WARNING = "error", "warning"
 ROLES = ("user", "assistant")
 TRUE_LABELS = ("正确", "对", "T", "√", "V")
 FALSE_LABELS = ("错误", "错", "F", "×", "X")
-_OPTION_LINE = re.compile(r"^\s*([A-F])\s*[.．、:：)）]", re.M)
+_OPTION_MARK = re.compile(r"(?:^|(?<=\s))([A-F])\s*[.:、)]", re.M)
 _CHINESE_SPAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LETTER_SET_SEPARATORS = re.compile(r"[\s,，、;；和及与]+")
 DEFAULT_OPTIONS = ("A", "B", "C", "D")
+OPTION_LETTERS = "ABCDEF"
+QUESTION = "messages[-2].content"
 
 
 @dataclass(frozen=True)
@@ -104,14 +108,29 @@ def letter_set(line: str) -> str | None:
     return "".join(sorted(set(t)))
 
 
+def option_letters(question: str) -> list[str]:
+    """Every option letter marked in ``question``, sorted and distinct. A mark is a letter
+    A-F and a separator (``.`` ``:`` ``、`` ``)``, full-width too) at a line start or after
+    whitespace, so options on one line ("B. 乙 C. 丙 D. 丁") count."""
+    return sorted(set(_OPTION_MARK.findall(unicodedata.normalize("NFKC", question))))
+
+
+def options_problem(found: list[str]) -> str | None:
+    """Why the marked letters ``found`` are not a whole option set A, B, ... (None if they are)."""
+    shown = ", ".join(found)
+    if len(found) < 2:
+        return f"only one option letter ({shown}) found"
+    if found[0] != "A":
+        return f"option letters {shown} do not start at A"
+    if found != list(OPTION_LETTERS[: len(found)]):
+        return f"option letters {shown} are not contiguous"
+    return None
+
+
 def question_options(question: str) -> list[str]:
-    """Option letters offered as lines "A. ..." in ``question``, when they run A, B, C..."""
-    found = []
-    for letter in _OPTION_LINE.findall(question):
-        if letter not in found:
-            found.append(letter)
-    expected = [chr(ord("A") + i) for i in range(len(found))]
-    return found if len(found) >= 2 and found == expected else []
+    """The option letters of ``question`` when they are a whole set A, B, C...; else []."""
+    found = option_letters(question)
+    return [] if options_problem(found) else found
 
 
 def item_uid(ability: str, messages: list[dict[str, str]]) -> str:
@@ -198,12 +217,41 @@ def check_idx(record: dict[str, Any], c: _Checker, default: int) -> int | None:
     return int(idx)
 
 
-def _mc(answer: str, question: str) -> tuple[str, list[str], str, float] | None:
-    options = question_options(question) or list(DEFAULT_OPTIONS)
-    letter = single_letter(answer, options)
-    if letter is None:
+def _options(question: str, gold: str, c: _Checker, widen: bool = False) -> list[str] | None:
+    """The option letters of ``question``, which must hold every letter of ``gold``.
+
+    No marked letters: A-D with a warning (``widen`` stretches them to the highest gold
+    letter, for multi-select). Marked letters that are not a whole set A, B, ..., or
+    that miss the gold, are an error (None), never a shorter option set."""
+    found = option_letters(question)
+    if not found:
+        c.warn(QUESTION, "no option letters (A. ...) found in the question: assuming A-D")
+        top = max([*gold, DEFAULT_OPTIONS[-1]]) if widen else DEFAULT_OPTIONS[-1]
+        found, why = list(OPTION_LETTERS[: OPTION_LETTERS.index(top) + 1]), None
+    else:
+        why = options_problem(found)
+    missing = [x for x in gold if x not in found]
+    if why is None and missing:
+        why = f"gold {gold!r} is not among the options {', '.join(found)}"
+    if why is not None:
+        c.error(QUESTION, f"{why} (options are marked 'A. ...' at a line start or after a space)")
         return None
-    return ab.MC, options, letter, 1 / len(options)
+    return found
+
+
+def _is_letter_answer(answer: str, question: str, kinds: tuple[str, ...]) -> bool:
+    """True when ``answer`` is an option letter; for history, "F" is the false label unless
+    the question offers an option F."""
+    letter = single_letter(answer, OPTION_LETTERS)
+    if letter is None:
+        return False
+    return not (ab.TF in kinds and tf_label(answer)) or letter in option_letters(question)
+
+
+def _mc(answer: str, question: str, c: _Checker) -> tuple[str, list[str], str, float] | None:
+    letter = single_letter(answer, OPTION_LETTERS)
+    options = _options(question, letter, c)
+    return None if options is None else (ab.MC, options, letter, 1 / len(options))
 
 
 def _multiselect(
@@ -217,9 +265,9 @@ def _multiselect(
             f"multi-select gold: the last line must be a set of letters A-F, got {lines[-1] if lines else ''!r}",
         )
         return None
-    options = question_options(question) or list(DEFAULT_OPTIONS)
-    if any(letter not in options for letter in gold):
-        options = [chr(ord("A") + i) for i in range(ord(max(gold)) - ord("A") + 1)]
+    options = _options(question, gold, c, widen=True)
+    if options is None:
+        return None
     return ab.MULTISELECT, options, gold, 1 / math.comb(len(options), len(gold))
 
 
@@ -260,8 +308,10 @@ def derive_answer(
         return ab.MATH, [], gold.strip(), 0.0
     if ab.MULTISELECT in kinds:
         return _multiselect(answer, question, c)
-    derived = _mc(answer, question) if ab.MC in kinds else None
-    if derived is None and ab.TF in kinds and tf_label(answer):
+    if ab.MC in kinds and _is_letter_answer(answer, question, kinds):
+        return _mc(answer, question, c)
+    derived = None
+    if ab.TF in kinds and tf_label(answer):
         derived = ab.TF, [], tf_label(answer), 0.5
     if derived is None and ab.CLOZE in kinds and first_chinese_span(answer):
         derived = ab.CLOZE, [], first_chinese_span(answer), 0.0

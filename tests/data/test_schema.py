@@ -220,3 +220,60 @@ def test_corruptions_give_located_errors_never_tracebacks(rec):
         assert errs and all(p.line == 7 and p.field for p in errs)
     else:  # a corruption that happens to stay valid (e.g. a junk value equal to the original)
         assert item["gold"] in item["options"]
+
+
+def mc_record(question, gold, ability="biology"):
+    return {"messages": conv(question, gold), "idx": 1, "type": ability, "question_format": 0}
+
+
+@pytest.mark.parametrize(
+    "question,gold",
+    [
+        ("题目\nA. 甲\nB. 乙 C. 丙 D. 丁", "A"),
+        ("题目\nA. 甲\nB. 乙 C. 丙 D. 丁", "C"),
+        ("题目\nA. 甲 B. 乙 C. 丙 D. 丁", "D"),
+        ("题目 A．甲　B．乙　C．丙　D．丁", "B"),
+    ],
+)
+def test_options_on_one_line_are_recognised(question, gold):
+    item, problems = parse(mc_record(question, gold))
+    assert problems == [], [str(p) for p in problems]
+    assert item["options"] == ["A", "B", "C", "D"] and item["gold"] == gold
+    assert item["chance"] == pytest.approx(0.25)
+
+
+def test_no_option_letters_keep_a_to_d_with_a_warning():
+    item, problems = parse(mc_record("细胞的能量工厂是什么？", "A"))
+    assert item["options"] == ["A", "B", "C", "D"] and item["chance"] == pytest.approx(0.25)
+    assert [(p.level, p.field) for p in problems] == [(WARNING, "messages[-2].content")]
+    assert "no option letters" in problems[0].message and str(problems[0]).startswith("f.json:7:")
+
+
+@pytest.mark.parametrize(
+    "question,gold,why",
+    [
+        ("题目\nA. 甲", "A", "only one option letter"),
+        ("题目\nB. 乙\nC. 丙\nD. 丁", "B", "do not start at A"),
+        ("题目\nA. 甲\nB. 乙\nD. 丁", "A", "not contiguous"),
+        ("题目\nA. 甲\nB. 乙", "C", "gold 'C' is not among the options A, B"),
+    ],
+)
+def test_partial_option_letters_are_an_error_never_a_shorter_set(question, gold, why):
+    item, problems = parse(mc_record(question, gold))
+    assert item is None
+    errs = [p for p in problems if p.level == ERROR]
+    assert [(p.path, p.line, p.field) for p in errs] == [("f.json", 7, "messages[-2].content")]
+    assert why in errs[0].message, errs[0].message
+
+
+def test_multiselect_gold_outside_found_options_is_an_error():
+    item, problems = parse(mc_record("题目\nA. 甲\nB. 乙\nC. 丙\nD. 丁", "AE", "ethics"))
+    assert item is None
+    assert [p.field for p in problems if p.level == ERROR] == ["messages[-2].content"]
+    item, _ = parse(mc_record("题目\nA. 甲\nB. 乙 C. 丙 D. 丁", "AC", "ethics"))
+    assert item["options"] == ["A", "B", "C", "D"] and item["chance"] == pytest.approx(1 / 6)
+
+
+def test_history_false_label_f_is_not_an_option_letter():
+    item, problems = parse(mc_record("判断：唐朝的都城是洛阳。", "F", "history"))
+    assert problems == [] and (item["answer_kind"], item["gold"]) == ("tf", "F")
