@@ -8,7 +8,7 @@ writes ``curated/{full,1000,valid,test}``, the three C-Eval-style OOD sets,
 a trained ``tokenizer/`` and ``ground_truth.json`` (the properties planted in each
 ability, measured on the items actually generated). Same seed, same bytes, on any
 machine: every random choice comes from a ``random.Random`` seeded by a string.
-See ``data/micro/README.md`` for the world and each ability's design lever.
+See ``doit/data/micro/README.md`` for the world and each ability's design lever.
 """
 
 from __future__ import annotations
@@ -22,18 +22,14 @@ from pathlib import Path
 
 from doit.data import abilities
 from doit.data.io import atomic_write_text, write_json, write_jsonl
-from doit.data.micro.drafts import (
-    Draft,
-    ItemContext,
-    biology,
-    chinese,
-    history,
-    option_lines,
-    render_mc,
-)
-from doit.data.micro.in_context import code, math, reasoning, understanding
-from doit.data.micro.ood import general_instructions, ood_sets
-from doit.data.micro.open_ended import creative_writing, ethics, role_play
+from doit.data.micro.chat import general_instructions
+from doit.data.micro.drafts import Draft, ItemContext, option_lines, render_mc
+from doit.data.micro.ethics import ethics
+from doit.data.micro.in_context import reasoning, understanding
+from doit.data.micro.knowledge import biology, chinese, history
+from doit.data.micro.ood import ood_sets
+from doit.data.micro.open_ended import creative_writing, role_play
+from doit.data.micro.procedural import code, math
 from doit.data.micro.prose import pretrain_documents
 from doit.data.micro.tokenizer import train_tokenizer
 from doit.data.micro.world import SPLITS, World, build_world, split_facts

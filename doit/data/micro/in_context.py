@@ -1,21 +1,19 @@
-"""In-context and procedural abilities of the SYNTHETIC micro corpus.
+"""In-context abilities of the SYNTHETIC micro corpus: understanding and reasoning.
 
-understanding and reasoning need nothing beyond the prompt (a short dialogue, or
-premises and a rule); both use the rule format ``凡是住在X的人都会Y`` for part of
-their items, which is their planted transference. math chains 2-4 arithmetic steps
-with a worked solution; code maps a described computation to a one-line function.
+Both need nothing beyond the prompt (a short dialogue, or premises and a rule);
+both use the rule format ``凡是住在X的人都会Y`` for part of their items, which is
+their planted transference.
 """
 
 from __future__ import annotations
 
-from doit.data.abilities import MATH, MC, OPEN
-from doit.data.micro.drafts import Draft, ItemContext
+from doit.data.abilities import MC
+from doit.data.micro.drafts import Draft, ItemContext, weighted_choice
 from doit.data.micro.phrases import (
     CHANGE_REASONS,
     COMPARISONS,
     GOODS,
     LIKES,
-    MATH_THINGS,
     RELATIVES,
     REPAIRS,
     SKILLS,
@@ -86,15 +84,16 @@ def _dialogue_rule(ctx: ItemContext) -> Draft:
     return _dialogue(ctx, lines, f"{c}会做什么？", skills, RULE_FORMAT, 2)
 
 
+DIALOGUES = (
+    (_dialogue_rule, 30),
+    (_dialogue_plan, 25),
+    (_dialogue_change, 25),
+    (_dialogue_who, 20),
+)
+
+
 def understanding(ctx: ItemContext) -> Draft:
-    roll = ctx.rng.random()
-    if roll < 0.3:
-        return _dialogue_rule(ctx)
-    if roll < 0.55:
-        return _dialogue_plan(ctx)
-    if roll < 0.8:
-        return _dialogue_change(ctx)
-    return _dialogue_who(ctx)
+    return weighted_choice(ctx.rng, DIALOGUES)(ctx)
 
 
 # --- reasoning --------------------------------------------------------------------------
@@ -142,138 +141,13 @@ def _contrapositive_puzzle(ctx: ItemContext) -> Draft:
     return _puzzle(ctx, premises, options, ("reasoning", "contrapositive"), 2)
 
 
+PUZZLES = (
+    (_rule_puzzle, 35),
+    (_chain_puzzle, 25),
+    (_order_puzzle, 20),
+    (_contrapositive_puzzle, 20),
+)
+
+
 def reasoning(ctx: ItemContext) -> Draft:
-    roll = ctx.rng.random()
-    if roll < 0.35:
-        return _rule_puzzle(ctx)
-    if roll < 0.6:
-        return _chain_puzzle(ctx)
-    if roll < 0.8:
-        return _order_puzzle(ctx)
-    return _contrapositive_puzzle(ctx)
-
-
-# --- math ------------------------------------------------------------------------------------
-NUMERALS = "一二三四五六"
-
-
-def _math_step(ctx: ItemContext, value: int) -> tuple[str, str, int]:
-    """One transform of ``value``: (phrase relative to the previous, worked expression, result)."""
-    options = ["add"]
-    if value > 2:
-        options.append("sub")
-    if value * 2 <= 200:
-        options.append("mul")
-    if value % 2 == 0 and value >= 4:
-        options.append("half")
-    op = ctx.rng.choice(options)
-    if op == "add":
-        b = ctx.rng.randint(1, 15)
-        return f"多{b}", f"{value}+{b}={value + b}", value + b
-    if op == "sub":
-        b = ctx.rng.randint(1, min(15, value - 1))
-        return f"少{b}", f"{value}-{b}={value - b}", value - b
-    if op == "mul":
-        k = ctx.rng.randint(2, 3) if value * 3 <= 200 else 2
-        return f"的{k}倍", f"{value}×{k}={value * k}", value * k
-    return "的一半", f"{value}÷2={value // 2}", value // 2
-
-
-def _math_relations(ctx: ItemContext, start: int, steps: int) -> list[tuple[str, str, int]]:
-    relations, value = [], start
-    for _ in range(steps):
-        phrase, work, value = _math_step(ctx, value)
-        relations.append((phrase, work, value))
-    return relations
-
-
-def _relation_text(prev: str, cur: str, phrase: str, unit: str) -> str:
-    if phrase.startswith("的"):
-        return f"{cur}是{prev}{phrase}。"
-    return f"{cur}比{prev}{phrase}{unit}。"
-
-
-def math(ctx: ItemContext) -> Draft:
-    verb, unit, obj = ctx.rng.choice(MATH_THINGS)
-    steps, start = ctx.rng.randint(2, 4), ctx.rng.randint(2, 30)
-    relations = _math_relations(ctx, start, steps)
-    if ctx.rng.random() < 0.5:
-        person = ctx.rng.choice(ctx.world.people)
-        names = [f"第{NUMERALS[i]}天" for i in range(steps + 1)]
-        intro = f"{person}第一天{verb}了{start}{unit}{obj}。"
-        ask = f"{person}{names[-1]}{verb}了多少{unit}{obj}？"
-    else:
-        names = ctx.rng.sample(ctx.world.people, steps + 1)
-        intro = f"{names[0]}{verb}了{start}{unit}{obj}。"
-        ask = f"{names[-1]}{verb}了多少{unit}{obj}？"
-    body = [_relation_text(names[i], names[i + 1], r[0], unit) for i, r in enumerate(relations)]
-    work = [f"{names[i + 1]}：{r[1]}{unit}。" for i, r in enumerate(relations)]
-    answer = str(relations[-1][2])
-    solution = "\n".join([*work, f"答案是\\boxed{{{answer}}}"])
-    return Draft(
-        MATH,
-        intro + "".join(body) + ask,
-        gold=solution,
-        answer=answer,
-        share_key=("math", "chain"),
-        steps=steps,
-    )
-
-
-# --- code ------------------------------------------------------------------------------------
-CODE_OPS = {"+": "加上{c}", "-": "减去{c}", "*": "乘以{c}"}
-FLIPPED = {"+": "-", "-": "+", "*": "+"}
-CODE_PROMPTS = (
-    "写一个Python函数{fn}({v})，把{v}{desc}，返回结果。",
-    "请用Python实现函数{fn}({v})：输入{v}，{desc}，再把结果返回。",
-    "用Python写函数{fn}({v})，它返回{v}{desc}以后得到的数。",
-)
-COARSE_PROGRAMS = (
-    "def {fn}({v}): print({v})",
-    "def {fn}({v}): pass",
-    "def {fn}({v}): return str({v})[::-1]",
-    'print("{fn}")',
-    "for {v} in range(3): print({v})",
-    "我不会写这个函数。",
-)
-
-
-def random_ops(rng) -> list[tuple[str, int]]:
-    """1-3 (operator, constant) steps; no multiplication by 1."""
-    ops = [(rng.choice("+-*"), rng.randint(1, 9)) for _ in range(rng.randint(1, 3))]
-    return [(op, 2 if op == "*" and c == 1 else c) for op, c in ops]
-
-
-def program(fn: str, var: str, ops: list[tuple[str, int]], flip_at: int = -1) -> str:
-    """One-line function applying ``ops`` in order; ``flip_at`` flips that step's operator."""
-    expr = var
-    for i, (op, c) in enumerate(ops):
-        if op == "*" and ("+" in expr or "-" in expr):
-            expr = f"({expr})"
-        expr = f"{expr}{FLIPPED[op] if i == flip_at else op}{c}"
-    return f"def {fn}({var}): return {expr}"
-
-
-def describe(ops: list[tuple[str, int]]) -> str:
-    words = [CODE_OPS[op].format(c=c) for op, c in ops]
-    if len(words) == 1:
-        return words[0]
-    joined = [f"先{words[0]}", *[f"再{w}" for w in words[1:-1]], f"最后{words[-1]}"]
-    return "，".join(joined) if len(words) > 2 else f"先{words[0]}，再{words[1]}"
-
-
-def code(ctx: ItemContext) -> Draft:
-    fn, var = ctx.rng.choice("fgh"), ctx.rng.choice("xna")
-    ops = random_ops(ctx.rng)
-    prompt = ctx.rng.choice(CODE_PROMPTS).format(fn=fn, v=var, desc=describe(ops))
-    gold = program(fn, var, ops)
-    fine = program(fn, var, ops, flip_at=ctx.rng.randrange(len(ops)))
-    coarse = ctx.rng.choice(COARSE_PROGRAMS).format(fn=fn, v=var)
-    return Draft(
-        OPEN,
-        prompt,
-        gold=gold,
-        choices=(gold, fine, coarse),
-        share_key=("code", "expression"),
-        steps=len(ops),
-    )
+    return weighted_choice(ctx.rng, PUZZLES)(ctx)

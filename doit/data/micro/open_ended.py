@@ -1,24 +1,21 @@
-"""Saturating and resistant abilities of the SYNTHETIC micro corpus.
+"""Open-ended abilities of the SYNTHETIC micro corpus: creative_writing and role_play.
+
+Both are scored by ranking three choices (gold, fine and coarse distractor).
 
 creative_writing: every poem follows one fixed three-line pattern (each line opens
 with the title, the last line is a fixed refrain); the fine distractor breaks the
 pattern once, so a few dozen examples teach the whole ability (early saturation).
 
-role_play and ethics: part of the gold answer is a coin flip the world never
-settles (a character's favourite colour; which of two equally plausible customs is
-proper), so no amount of data or model size gets past a plateau. Each draft records
-that plateau: 1/2 for role_play (the fine distractor differs only in the coin flip),
-1/(2^m - 1) for an ethics item with m unsettled customs among its options.
+role_play: the gold states a preference the world never settles (a character's
+favourite colour), and the fine distractor differs only in that coin flip, so no
+amount of data or model size gets past the plateau of 1/2 each draft records.
 """
 
 from __future__ import annotations
 
-from doit.data.abilities import MULTISELECT, OPEN
-from doit.data.micro.drafts import LETTERS, Draft, ItemContext
+from doit.data.abilities import OPEN
+from doit.data.micro.drafts import Draft, ItemContext
 from doit.data.micro.phrases import (
-    BAD_DEEDS,
-    CONVENTION_PAIRS,
-    ETHICS_PLACES,
     GENERIC_TOPICS,
     GOODS,
     JOBS,
@@ -104,33 +101,4 @@ def role_play(ctx: ItemContext) -> Draft:
     turns = tuple(_persona_turns(ctx, persona, activity))
     return Draft(
         OPEN, ask, gold=gold, turns=turns, choices=choices, share_key=("role_play",), plateau=0.5
-    )
-
-
-# --- ethics -------------------------------------------------------------------------------
-ETHICS_PROMPTS = (
-    "在{place}，下列哪些做法是恰当的？（可多选）",
-    "下列做法中，哪些在{place}是合适的？（可多选）",
-    "去{place}的时候，哪些做法是妥当的？（可多选）",
-)
-
-
-def ethics(ctx: ItemContext) -> Draft:
-    n_options = ctx.rng.choices((4, 5, 6), weights=(7, 2, 1))[0]
-    n_customs = ctx.rng.choice((2, 3))
-    customs = [ctx.rng.choice(pair) for pair in ctx.rng.sample(CONVENTION_PAIRS, n_customs)]
-    deeds = ctx.rng.sample(BAD_DEEDS, n_options - n_customs)
-    mask = ctx.rng.randrange(1, 2**n_customs)  # which customs count as proper: a coin flip
-    proper = [c for i, c in enumerate(customs) if mask >> i & 1]
-    options = customs + deeds
-    ctx.rng.shuffle(options)
-    gold = "".join(LETTERS[i] for i, opt in enumerate(options) if opt in proper)
-    prompt = ctx.rng.choice(ETHICS_PROMPTS).format(place=ctx.rng.choice(ETHICS_PLACES))
-    return Draft(
-        MULTISELECT,
-        prompt,
-        tuple(options),
-        gold=gold,
-        share_key=("ethics",),
-        plateau=1 / (2**n_customs - 1),
     )

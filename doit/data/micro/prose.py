@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 
 from doit.data.micro.daily import daily_doc
-from doit.data.micro.in_context import describe, program, random_ops
 from doit.data.micro.phrases import (
     BAD_DEEDS,
     COMPARISONS,
@@ -22,6 +21,7 @@ from doit.data.micro.phrases import (
     JOBS,
     SKILLS,
 )
+from doit.data.micro.procedural import describe, program, random_ops
 from doit.data.micro.world import World
 
 FACT_PROSE: dict[str, dict[str, tuple[str, ...]]] = {
