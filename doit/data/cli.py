@@ -73,6 +73,11 @@ def cmd_split(a) -> int:
 
     m = build_split(a.input, a.out, seed=a.seed, n_valid=a.valid, n_test=a.test)
     print(json.dumps(m["counts"], ensure_ascii=False))
+    dup = m["duplicates"]["identical_records_kept_once"]
+    if dup:
+        print(f"{dup} identical records kept once: {json.dumps(m['duplicates']['by_ability'])}")
+    for rel in m["carried"]:
+        print(f"carried through unsplit: {rel}")
     return 0
 
 

@@ -13,6 +13,16 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from doit.data import abilities as ab
+
+
+def identity(item: dict[str, Any]) -> tuple[str, int | str]:
+    """What names an item: (ability, idx); synthetic records, whose idx is only their line
+    position, are named by their content hash (uid) instead."""
+    if item["ability"] == ab.SYNTHETIC:
+        return item["ability"], item["uid"]
+    return item["ability"], item["idx"]
+
 
 def rank_key(seed: int, purpose: str, item: dict[str, Any]) -> str:
     token = f"{seed}\0{purpose}\0{item['ability']}\0{item['uid']}\0{item['idx']}"
