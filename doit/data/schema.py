@@ -20,8 +20,8 @@ answer_kind  one of mc, tf, cloze, multiselect, math, open (None for synthetic)
 options    mc/multiselect: the question's option letters, e.g. ["A","B","C"], marked
            "A. ..." at a line start or after a space (several on one line count);
            none marked: A-D and a warning; a partial set is an error. Else []
-gold       mc: letter; tf: "T"/"F"; cloze: first Chinese span; multiselect: sorted
-           letters ("AC"); math: answer; open: choices[0]. None for synthetic
+gold       mc: letter; tf: "T"/"F"; cloze: the whole answer, stripped; multiselect:
+           sorted letters ("AC"); math: answer; open: choices[0]. None for synthetic
 chance     per-item chance of a random guess: mc 1/m, tf 1/2, multiselect 1/C(m,k),
            cloze and math 0, open 1/3; None for synthetic
 source     file the record came from, line its 1-based line (row for HF datasets)
@@ -314,7 +314,7 @@ def derive_answer(
     if ab.TF in kinds and tf_label(answer):
         derived = ab.TF, [], tf_label(answer), 0.5
     if derived is None and ab.CLOZE in kinds and first_chinese_span(answer):
-        derived = ab.CLOZE, [], first_chinese_span(answer), 0.0
+        derived = ab.CLOZE, [], answer.strip(), 0.0  # whole: "学而时习之，不亦说乎"
     if derived is None:
         wants = {
             ab.MC: "one option letter",

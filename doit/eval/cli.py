@@ -3,7 +3,7 @@
     python -m doit.eval predict --model DIR [--adapter DIR] --data DOIT_DIR --split test \\
         [--abilities a,b] [--ood] --out PRED.jsonl
     python -m doit.eval score PRED.jsonl --data DOIT_DIR --split test --out SCORES.json \\
-        [--math paper|verify] [--ties correct|wrong]
+        [--math paper|verify] [--ties correct|wrong] [--allow-missing]
     python -m doit.eval bench --model DIR [--adapter DIR] --tasks cmmlu,agieval,ceval \\
         --data-dir BENCH_DIR --shots 0,5 --out BENCH.json
 """
@@ -45,16 +45,23 @@ def cmd_score(a) -> int:
 
     items = load_items(a.data, a.split)
     result = score_predictions(
-        items, read_predictions(a.predictions), a.math, a.ties, str(a.predictions)
+        items,
+        read_predictions(a.predictions),
+        a.math,
+        a.ties,
+        str(a.predictions),
+        allow_missing=a.allow_missing,
     )
     write_json(a.out, result)
     for key, entry in result["abilities"].items():
-        print(
-            f"{key:32s} {entry['score']:6.1f}  (n={entry['n_items']}, chance {entry['chance']:.1f})"
-        )
+        score = "   n/a" if entry["score"] is None else f"{entry['score']:6.1f}"
+        missing = f", {entry['n_missing']} missing" if entry["n_missing"] else ""
+        print(f"{key:32s} {score}  (n={entry['n_items']}{missing}, chance {entry['chance']:.1f})")
     for name in ("macro_in_domain", "overall"):
         value = result[name]
         print(f"{name:32s} {'n/a (abilities missing)' if value is None else f'{value:6.1f}'}")
+    if any(e["n_missing"] for e in result["abilities"].values()) and not a.allow_missing:
+        print("items without a prediction: their abilities are n/a (--allow-missing: count wrong)")
     return 0
 
 
@@ -103,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--out", required=True)
     sc.add_argument("--math", choices=["paper", "verify"], default="paper")
     sc.add_argument("--ties", choices=["correct", "wrong"], default="correct")
+    sc.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="score an ability that lacks predictions for some items, counting those wrong "
+        "(default: its score is null)",
+    )
     sc.set_defaults(func=cmd_score)
     _add_bench(sub)
     return p

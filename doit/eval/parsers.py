@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from doit.data.schema import FALSE_LABELS, TRUE_LABELS, first_chinese_span
+from doit.data.schema import FALSE_LABELS, TRUE_LABELS
 
 _LATIN = "A-Za-z"
 _STANDALONE_LETTERS = re.compile(rf"(?<![{_LATIN}])([A-F]+)(?![{_LATIN}])")
@@ -58,8 +58,19 @@ def tf_answer(prediction: str) -> str | None:
     return "T" if true else "F"
 
 
+def cloze_text(text: str) -> str:
+    """NFKC, surrounding whitespace and trailing punctuation stripped: how a cloze gold and a
+    cloze prediction are both put before they are compared for equality."""
+    t = unicodedata.normalize("NFKC", text).strip()
+    while t and unicodedata.category(t[-1]).startswith("P"):
+        t = t[:-1].rstrip()
+    return t
+
+
 def cloze_answer(prediction: str) -> str | None:
-    return first_chinese_span(prediction)
+    """The first non-empty line of the output, as ``cloze_text``; None for an empty output."""
+    line = next((ln for ln in prediction.splitlines() if ln.strip()), None)
+    return None if line is None else cloze_text(line)
 
 
 def multiselect_answer(prediction: str) -> str | None:
@@ -84,24 +95,70 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
-_DOLLARS = re.compile(r"\$([^$]+)\$")
-_AFTER_ANSWER = re.compile(r"答案\s*(?:是|为|：|:)?\s*(.+)")
-_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
+_ANSWER_MARK = "答案"
+_LEADING_LINK = re.compile(r"^(?:是|为|：|:|\s)+")
+_DOLLAR_SPAN = re.compile(r"\$(.*)\$")  # greedy, per line: first to last $ of a line
+_SLASH = re.compile(r"-?[A-Za-z0-9]+/[A-Za-z0-9]+")
+_NUMBER_LIST = re.compile(r"-?\d+(?:\.\d+)?(?:,-?\d+(?:\.\d+)?)*")
+_SQRT = re.compile(r"sqrt\([^)]*\)")
+_BRACKETED = re.compile(r"\[.*?\]|\(.*?\)")
+_LAST_NUMBER = re.compile(r"\$?-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![A-Za-z0-9])")
+
+
+def _right_of_equals(s: str) -> str:
+    return s.split("=")[-1].lstrip(" ")
+
+
+def _dollar_span(text: str) -> str | None:
+    spans = _DOLLAR_SPAN.findall(text)
+    return _right_of_equals(spans[-1]) if spans else None
+
+
+def _special_case(text: str) -> str | None:
+    """The study's special cases, tried on the whole (cut) output: a plain ``a/b``, a list
+    of numbers, the last ``sqrt(...)``, the last bracketed ``(...)`` or ``[...]``."""
+    s = text.strip()
+    if _SLASH.fullmatch(s):
+        return s
+    s = s.replace("，", ",")
+    if _NUMBER_LIST.fullmatch(s):
+        return s
+    s = s.replace(" ", "")
+    for pattern in (_SQRT, _BRACKETED):
+        found = pattern.findall(s)
+        if found:
+            return found[-1]
+    return None
+
+
+def _equals_or_number(text: str) -> str | None:
+    if "=" in text:
+        return _right_of_equals(text).split("\n")[0].strip().rstrip(".。")
+    numbers = _LAST_NUMBER.findall(text)
+    return numbers[-1].lstrip("$") if numbers else None
 
 
 def math_answer(prediction: str) -> str | None:
-    """Final answer: last \\boxed{}/\\fbox{}, else last $...$, else text after 答案, else last number."""
-    boxed = last_boxed(prediction)
+    """The study's final-answer rule (``parse_math_tasks``), in its order.
+
+    The text after the last 答案 (if any), then: the last \\boxed{}/\\fbox{} (right-hand side
+    of its last =); else the greedy $...$ span of the last line holding one (right-hand side
+    of its last =); else a special case (``_special_case``); else the right-hand side of the
+    last = up to its line end; else the last number. On every path 或 becomes ", " and $
+    signs (``\\$`` too) go. doit's departures are listed in doit/eval/README.md.
+    """
+    text = prediction
+    if _ANSWER_MARK in text:
+        text = _LEADING_LINK.sub("", text.split(_ANSWER_MARK)[-1].strip())
+    boxed = last_boxed(text)
     if boxed is not None:
-        return boxed
-    dollars = _DOLLARS.findall(prediction)
-    if dollars:
-        return dollars[-1].strip()
-    after = _AFTER_ANSWER.findall(prediction)
-    if after:
-        return after[-1].strip().rstrip("。.")
-    numbers = _NUMBER.findall(prediction)
-    return numbers[-1] if numbers else None
+        answer = _right_of_equals(boxed)
+    else:
+        answer = _dollar_span(text) or _special_case(text) or _equals_or_number(text)
+    if answer is None:
+        return None
+    answer = re.sub(r"\s*或\s*", ", ", answer)
+    return re.sub(r"\\?\$", "", answer).strip() or None
 
 
 def normalize_unicode(text: str) -> str:

@@ -3,14 +3,20 @@
 This is the one scoring function: ``python -m doit.eval score``, the grid runner and
 the analysis all call ``score_predictions``. Output schema (``SCORES.json``)::
 
-    {"abilities": {key: {"score": 0-100, "n_items": int, "chance": 0-100,
-                         "by_kind": {kind: {"score", "n_items"}},
+    {"abilities": {key: {"score": 0-100 or null, "n_items": int, "n_missing": int,
+                         "chance": 0-100, "by_kind": {kind: {"score", "n_items", "n_missing"}},
                          # math only: "score_paper", "score_verify"
                          }},
-     "macro_in_domain": mean of the 10 abilities (null if any is missing),
-     "overall": mean of the 10 + 3 C-Eval sets, the study's definition (null if any missing),
-     "rules": {"math": "paper"|"verify", "ties": "correct"|"wrong", "mc_fallback": ...},
+     "macro_in_domain": mean of the 10 abilities (null if any is missing or null),
+     "overall": mean of the 10 + 3 C-Eval sets, the study's definition (null likewise),
+     "rules": {"math": "paper"|"verify", "ties": "correct"|"wrong", "mc_fallback": ...,
+               "missing": "null"|"wrong"},
      "items": [{"type", "idx", "ability", "answer_kind", "correct", "extracted", ...}]}
+
+An ability is listed once it has a prediction. ``n_items`` counts its items in the split,
+``n_missing`` those without a prediction; any missing item makes its score null unless
+``allow_missing``, which counts each missing item wrong (an item row with
+``"missing": true``). Two predictions for one (type, idx) are an error.
 
 The reference code's cross-ability "average" divided by twice the count; these are
 true means.
@@ -68,7 +74,8 @@ def score_item(item: dict, pred: dict, math: str = "paper", ties: str = "correct
             ab.MULTISELECT: parsers.multiselect_answer,
         }[kind]
         got = extract(text)
-        out = {"extracted": got, "correct": got is not None and got == item["gold"]}
+        gold = parsers.cloze_text(item["gold"]) if kind == ab.CLOZE else item["gold"]
+        out = {"extracted": got, "correct": got is not None and got == gold}
     return {
         "type": item["type"],
         "idx": item["idx"],
@@ -79,30 +86,68 @@ def score_item(item: dict, pred: dict, math: str = "paper", ties: str = "correct
     }
 
 
-def _pct(values: list[bool]) -> float:
+def missing_row(item: dict) -> dict:
+    """The row of an item with no prediction: wrong on every rule, marked missing."""
+    row = {"extracted": None, "correct": False, "missing": True}
+    if item["answer_kind"] == ab.MATH:
+        row |= {"correct_paper": False, "correct_verify": False}
+    keys = ("type", "idx", "ability", "answer_kind", "gold")
+    return {**{k: item[k] for k in keys}, **row}
+
+
+def _pct(values: list[bool], n_missing: int, allow_missing: bool) -> float | None:
+    if n_missing and not allow_missing:
+        return None
     return 100.0 * sum(values) / len(values)
 
 
-def ability_entry(rows: list[dict], items: list[dict]) -> dict:
-    entry = {
-        "score": _pct([r["correct"] for r in rows]),
+def _part(rows: list[dict], field: str, allow_missing: bool) -> dict:
+    n_missing = sum(bool(r.get("missing")) for r in rows)
+    return {
+        "score": _pct([r[field] for r in rows], n_missing, allow_missing),
         "n_items": len(rows),
+        "n_missing": n_missing,
+    }
+
+
+def ability_entry(rows: list[dict], items: list[dict], allow_missing: bool = False) -> dict:
+    """Score, counts and chance of one ability from all its item rows (missing ones too)."""
+    entry = {
+        **_part(rows, "correct", allow_missing),
         "chance": 100.0 * sum(it["chance"] for it in items) / len(items),
         "by_kind": {},
     }
     for kind in sorted({r["answer_kind"] for r in rows}):
-        sub = [r["correct"] for r in rows if r["answer_kind"] == kind]
-        entry["by_kind"][kind] = {"score": _pct(sub), "n_items": len(sub)}
+        sub = [r for r in rows if r["answer_kind"] == kind]
+        entry["by_kind"][kind] = _part(sub, "correct", allow_missing)
     if any("correct_paper" in r for r in rows):
-        entry["score_paper"] = _pct([r["correct_paper"] for r in rows])
-        entry["score_verify"] = _pct([r["correct_verify"] for r in rows])
+        entry["score_paper"] = _part(rows, "correct_paper", allow_missing)["score"]
+        entry["score_verify"] = _part(rows, "correct_verify", allow_missing)["score"]
     return entry
 
 
 def _mean_if_complete(abilities: dict, keys: tuple[str, ...]) -> float | None:
-    if any(k not in abilities for k in keys):
+    scores = [abilities[k]["score"] if k in abilities else None for k in keys]
+    if any(s is None for s in scores):
         return None
-    return sum(abilities[k]["score"] for k in keys) / len(keys)
+    return sum(scores) / len(scores)
+
+
+def match_predictions(items: list[dict], preds: list[dict], source: str) -> dict:
+    """{(type, idx): (line, prediction)}; an unknown or repeated key is a located error."""
+    by_key = {(it["type"], it["idx"]) for it in items}
+    found: dict = {}
+    for line, pred in enumerate(preds, start=1):
+        key = (str(pred.get("type", "")).replace("-", "_"), pred.get("idx"))
+        if key not in by_key:
+            raise ValueError(f"{source}:{line}: type/idx: {key} matches no item of the data split")
+        if key in found:
+            raise ValueError(
+                f"{source}:{line}: type/idx: {key} repeats line {found[key][0]} "
+                "(one prediction per item; re-runs must not append)"
+            )
+        found[key] = (line, pred)
+    return found
 
 
 def score_predictions(
@@ -111,22 +156,24 @@ def score_predictions(
     math: str = "paper",
     ties: str = "correct",
     source: str = "<predictions>",
+    allow_missing: bool = False,
 ) -> dict:
     if math not in MATH_RULES or ties not in TIE_RULES:
         raise ValueError(f"math must be one of {MATH_RULES} and ties one of {TIE_RULES}")
-    by_key = {(it["type"], it["idx"]): it for it in items}
-    rows, used = [], []
-    for line, pred in enumerate(preds, start=1):
-        key = (str(pred.get("type", "")).replace("-", "_"), pred.get("idx"))
-        if key not in by_key:
-            raise ValueError(f"{source}:{line}: type/idx: {key} matches no item of the data split")
-        rows.append(score_item(by_key[key], pred, math, ties))
-        used.append(by_key[key])
+    found = match_predictions(items, preds, source)
+    predicted = {it["ability"] for it in items if (it["type"], it["idx"]) in found}
+    rows = []
+    for it in items:
+        if it["ability"] not in predicted:
+            continue
+        hit = found.get((it["type"], it["idx"]))
+        rows.append(missing_row(it) if hit is None else score_item(it, hit[1], math, ties))
     abilities = {}
     for a in ab.ALL:
-        sel = [i for i, r in enumerate(rows) if r["ability"] == a.key]
-        if sel:
-            abilities[a.key] = ability_entry([rows[i] for i in sel], [used[i] for i in sel])
+        if a.key in predicted:
+            sel = [r for r in rows if r["ability"] == a.key]
+            mine = [it for it in items if it["ability"] == a.key]
+            abilities[a.key] = ability_entry(sel, mine, allow_missing)
     return {
         "abilities": abilities,
         "macro_in_domain": _mean_if_complete(abilities, ab.ABILITY_KEYS),
@@ -138,6 +185,7 @@ def score_predictions(
             "open": "ppl(gold) <= min(distractors)"
             if ties == "correct"
             else "ppl(gold) < min(distractors)",
+            "missing": "wrong" if allow_missing else "null",
         },
         "items": rows,
     }

@@ -6,6 +6,7 @@ import pytest
 
 from doit.data import abilities as ab
 from doit.data.load import load_items
+from doit.data.schema import parse_record
 from doit.eval.cli import main
 from doit.eval.score import score_item, score_predictions
 
@@ -90,7 +91,102 @@ def test_missing_abilities_give_null_averages(items):
     assert (
         set(result["abilities"]) == {"biology"} and result["abilities"]["biology"]["n_items"] == 2
     )
+    assert result["abilities"]["biology"]["n_missing"] == 0
     assert result["macro_in_domain"] is None and result["overall"] is None
+
+
+def test_duplicate_prediction_is_an_error_naming_both_lines(items):
+    bio = [it for it in items if it["ability"] == "biology"]  # 2 items
+    right, wrong = pred(bio[0], bio[0]["gold"]), pred(bio[1], "Z")
+    with pytest.raises(ValueError, match=r"p.jsonl:3: type/idx: .*repeats line 1"):
+        score_predictions(items, [right, wrong, right, right], source="p.jsonl")
+    rp = find(items, "role_play", 7)
+    underscore, hyphen = pred(rp, choice_ppl=[1, 2, 3]), {**pred(rp), "type": "role-play"}
+    with pytest.raises(ValueError, match="p.jsonl:2: .*repeats line 1"):  # however it is spelled
+        score_predictions(items, [underscore, hyphen], source="p.jsonl")
+
+
+def all_right(items, keep=lambda it: True):
+    out = []
+    for it in filter(keep, items):
+        if it["answer_kind"] == ab.OPEN:
+            out.append(pred(it, choice_ppl=[1.0, 2.0, 3.0]))
+        elif it["answer_kind"] == ab.TF:
+            out.append(pred(it, "正确" if it["gold"] == "T" else "错误"))
+        elif it["answer_kind"] == ab.MATH:
+            out.append(pred(it, f"\\boxed{{{it['gold']}}}"))
+        else:
+            out.append(pred(it, it["gold"]))
+    return out
+
+
+def test_missing_items_null_the_ability_unless_allowed(items):
+    dropped = find(items, "history", 11)  # history has 3 items (1 mc, 2 tf); drop a tf one
+    preds = all_right(items, lambda it: it is not dropped)
+    result = score_predictions(items, preds)
+    history = result["abilities"]["history"]
+    assert history["n_missing"] == 1 and history["n_items"] == 3
+    assert history["score"] is None and history["by_kind"]["tf"]["score"] is None
+    assert history["by_kind"]["mc"]["score"] == 100.0
+    assert result["abilities"]["biology"] == {**result["abilities"]["biology"], "score": 100.0}
+    assert result["macro_in_domain"] is None and result["overall"] is None
+    allowed = score_predictions(items, preds, allow_missing=True)
+    assert allowed["abilities"]["history"]["score"] == pytest.approx(200 / 3)  # missing: wrong
+    assert allowed["abilities"]["history"]["by_kind"]["tf"]["score"] == 50.0
+    assert allowed["macro_in_domain"] == pytest.approx((9 * 100 + 200 / 3) / 10)
+    missing_rows = [r for r in allowed["items"] if r.get("missing")]
+    assert [(r["type"], r["idx"], r["correct"]) for r in missing_rows] == [("history", 11, False)]
+
+
+def test_score_cli_prints_missing_and_allows_it(tmp_path, items, capsys):
+    import json
+
+    dropped = find(items, "history", 11)
+    p = tmp_path / "pred.jsonl"
+    p.write_text(
+        "".join(json.dumps(r) + "\n" for r in all_right(items, lambda i: i is not dropped))
+    )
+    args = ["score", str(p), "--data", str(FIXTURE), "--out", str(tmp_path / "s.json")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "history" in out and "1 missing" in out
+    assert json.loads((tmp_path / "s.json").read_text())["abilities"]["history"]["score"] is None
+    assert main([*args, "--allow-missing"]) == 0
+    scores = json.loads((tmp_path / "s.json").read_text())
+    assert scores["abilities"]["history"]["score"] == pytest.approx(200 / 3)
+    assert scores["rules"]["missing"] == "wrong"
+
+
+def cloze_item(gold: str) -> dict:
+    record = {
+        "messages": [
+            {"role": "user", "content": "补全：____，不亦说乎？"},
+            {"role": "assistant", "content": gold},
+        ],
+        "idx": 0,
+        "type": "chinese",
+        "question_format": 0,
+    }
+    item, problems = parse_record(record, path="t.jsonl", line=1)
+    assert item is not None, problems
+    return item
+
+
+@pytest.mark.parametrize(
+    "output,correct",
+    [
+        ("学而时习之，不亦说乎", True),
+        ("学而时习之，不亦说乎。\n出自《论语》", True),
+        (" 学而时习之，不亦说乎！ ", True),
+        ("学而时习之，不亦乐乎", False),  # the study's first-span gold would take this
+        ("学而时习之", False),
+        ("", False),
+    ],
+)
+def test_cloze_compares_whole_gold_with_first_line(output, correct):
+    it = cloze_item("学而时习之，不亦说乎")
+    assert it["answer_kind"] == ab.CLOZE and it["gold"] == "学而时习之，不亦说乎"
+    assert score_item(it, pred(it, output))["correct"] is correct
 
 
 def test_unknown_prediction_is_located(items):
