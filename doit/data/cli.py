@@ -160,6 +160,8 @@ def cmd_mix(a) -> int:
 
     m = build_mix(a.path, load_mix(a.mix), a.out)
     print(f"{a.out}: {sum(m['train_counts'].values())} train items {json.dumps(m['train_counts'])}")
+    if m["shortfall"]:
+        print(f"short of fill.total (allow_short): {json.dumps(m['shortfall'])}")
     return 0
 
 

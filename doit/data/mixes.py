@@ -8,6 +8,7 @@ fill:                         # optional: spread a budget equally
   abilities: [biology, ...]   # who shares it (default: every ability not in counts)
   total: 10000                # the mix's total size, counts included
   rule: equal                 # the only rule: equal shares, capped at pool size
+  allow_short: false          # true: a total the pools cannot reach is no error
 exclude: [role_play]          # abilities dropped entirely (leave-one-ability-out)
 synthetic: 2560               # int: synthetic items added on top (default 0)
 provenance: {paper: ...}      # free-form: where the recipe comes from
@@ -15,7 +16,9 @@ provenance: {paper: ...}      # free-form: where the recipe comes from
 ``fill`` gives each listed ability an equal share of ``total - sum(counts)``; an
 ability whose pool is smaller than its share takes its whole pool and the overflow
 is shared again among the others; what cannot be split evenly goes one item each
-to the uncapped abilities in registry order.
+to the uncapped abilities in registry order. When every fill ability is capped and the
+mix still falls short of ``total``, that is an error naming the capping pools, unless
+``allow_short: true``; then the manifest records the shortfall (``shortfall``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class Fill:
     abilities: tuple[str, ...]
     total: int
     rule: str = "equal"
+    allow_short: bool = False
 
 
 @dataclass
@@ -106,8 +110,15 @@ def parse_mix(raw: Any, path: str = "<mix>") -> MixSpec:
 
 
 def _parse_fill(raw: Any, spec: MixSpec, path: str) -> Fill:
-    if not isinstance(raw, dict) or set(raw) - {"abilities", "total", "rule"}:
-        _fail(path, "fill", "expected {abilities: [...], total: int, rule: equal}")
+    if not isinstance(raw, dict) or set(raw) - {"abilities", "total", "rule", "allow_short"}:
+        _fail(
+            path,
+            "fill",
+            "expected {abilities: [...], total: int, rule: equal, allow_short: bool}",
+        )
+    allow_short = raw.get("allow_short", False)
+    if not isinstance(allow_short, bool):
+        _fail(path, "fill.allow_short", f"expected true or false, got {allow_short!r}")
     if raw.get("rule", "equal") != "equal":
         _fail(path, "fill.rule", f"only 'equal' is supported, got {raw.get('rule')!r}")
     default = [k for k in ab.ABILITY_KEYS if k not in spec.counts and k not in spec.exclude]
@@ -115,7 +126,7 @@ def _parse_fill(raw: Any, spec: MixSpec, path: str) -> Fill:
     for k in keys:
         if k in spec.counts or k in spec.exclude:
             _fail(path, "fill.abilities", f"{k} is also in counts or exclude")
-    return Fill(keys, _int(path, "fill.total", raw.get("total"), minimum=1))
+    return Fill(keys, _int(path, "fill.total", raw.get("total"), minimum=1), "equal", allow_short)
 
 
 def load_mix(path) -> MixSpec:
@@ -164,12 +175,42 @@ def resolve_counts(spec: MixSpec, pools: dict[str, int]) -> dict[str, int]:
                 f"{spec.fill.total} is below the fixed counts' sum {sum(counts.values())}",
             )
         counts.update(fill_equal(budget, spec.fill.abilities, pools))
+        short = shortfall(spec, pools, counts)
+        if short and not spec.fill.allow_short:
+            capped = ", ".join(f"{k} {n}" for k, n in short["capped_by"].items())
+            _fail(
+                spec.path,
+                "fill.total",
+                f"{spec.fill.total} is out of reach of the {spec.source} pools: "
+                f"{short['resolved']} items, short by {short['short']}; every fill ability "
+                f"takes its whole pool ({capped}). Use a larger source, a smaller total, "
+                f"or fill.allow_short: true",
+            )
     return {k: counts[k] for k in ab.ABILITY_KEYS if counts.get(k)}
 
 
+def shortfall(spec: MixSpec, pools: dict[str, int], counts: dict[str, int]) -> dict | None:
+    """How far resolved ``counts`` fall short of ``fill.total`` and the pools that cap the
+    fill, or None when the total is reached (or there is no fill)."""
+    if spec.fill is None or sum(counts.values()) >= spec.fill.total:
+        return None
+    return {
+        "total": spec.fill.total,
+        "resolved": sum(counts.values()),
+        "short": spec.fill.total - sum(counts.values()),
+        "capped_by": {k: pools.get(k, 0) for k in ab.ABILITY_KEYS if k in spec.fill.abilities},
+    }
+
+
 def sample_mix(spec: MixSpec, source: Path) -> list[dict]:
+    return _sample(spec, source)[0]
+
+
+def _sample(spec: MixSpec, source: Path) -> tuple[list[dict], dict | None]:
+    """The mix's items and its shortfall (``shortfall``)."""
     pool = load_items(source, spec.source)
-    counts = resolve_counts(spec, pool_sizes(pool))
+    pools = pool_sizes(pool)
+    counts = resolve_counts(spec, pools)
     groups = by_ability(pool)
     items = [it for k, n in counts.items() for it in take(groups[k], n, spec.seed, "subset")]
     if spec.synthetic:
@@ -181,13 +222,13 @@ def sample_mix(spec: MixSpec, source: Path) -> list[dict]:
                 f"{spec.synthetic} exceeds the synthetic pool of {len(synthetic)}",
             )
         items += take(synthetic, spec.synthetic, spec.seed, "subset")
-    return items
+    return items, shortfall(spec, pools, counts)
 
 
 def build_mix(source, spec: MixSpec, out) -> dict:
     """Write the mix as a DoIT-layout cell at ``out``; returns its manifest."""
     source, out = Path(source), Path(out)
-    items = sample_mix(spec, source)
+    items, short = _sample(spec, source)
     args = {"source": str(source), "mix": spec.path, "seed": spec.seed}
     with atomic_output_dir(out) as tmp:
         return write_cell(
@@ -207,4 +248,5 @@ def build_mix(source, spec: MixSpec, out) -> dict:
                 "synthetic": spec.synthetic,
                 "provenance": spec.provenance,
             },
+            shortfall=short,
         )

@@ -111,3 +111,36 @@ def test_build_mix_samples_randomly_with_exclude_and_synthetic(tmp_path):
     assert (
         again["files"]["curated/train/math.jsonl"] == manifest["files"]["curated/train/math.jsonl"]
     )
+
+
+def reconstruct_from(source: str) -> dict:
+    raw = yaml.safe_load((MIXES / "reconstruct.yaml").read_text(encoding="utf-8"))
+    return {**raw, "source": source}
+
+
+def test_fill_short_of_its_total_is_an_error_naming_the_capping_pools():
+    spec = parse_mix(reconstruct_from("1000"), "r.yaml")
+    with pytest.raises(MixError, match="r.yaml: fill.total: 10000") as e:
+        resolve_counts(spec, {k: 1000 for k in ab.ABILITY_KEYS})
+    msg = str(e.value)
+    assert "8128" in msg and "short by 1872" in msg and "allow_short" in msg
+    for key in ("biology", "history", "code", "chinese", "understanding", "reasoning", "math"):
+        assert f"{key} 1000" in msg, key
+    assert "ethics 1000" not in msg  # a fixed count, not a pool that caps the fill
+
+
+def test_allow_short_records_the_shortfall_in_the_manifest(tmp_path):
+    src = write_pool(tmp_path / "src", uniform(20))
+    raw = {"counts": {"math": 5}, "fill": {"total": 300, "allow_short": True}}
+    spec = parse_mix(raw, "m.yaml")
+    assert sum(resolve_counts(spec, {k: 20 for k in ab.ABILITY_KEYS}).values()) == 185
+    manifest = build_mix(src, spec, tmp_path / "out")
+    assert sum(manifest["train_counts"].values()) == 185
+    assert manifest["shortfall"] == {
+        "total": 300,
+        "resolved": 185,
+        "short": 115,
+        "capped_by": {k: 20 for k in ab.ABILITY_KEYS if k != "math"},
+    }
+    with pytest.raises(MixError, match="m.yaml: fill.allow_short"):
+        parse_mix({"fill": {"total": 3, "allow_short": "yes"}}, "m.yaml")
