@@ -5,7 +5,7 @@ so must the tokenizer, or those characters would fall back to three byte tokens
 each. These narrative documents (market days, visits, school, scenery, tastes,
 greetings) carry the question words, exam words and everyday nouns of the items in
 plain storytelling, never as a question followed by options and an answer.
-``tests/data/test_micro.py`` checks that every character of every record appears in
+``tests/data/micro/test_build.py`` checks that every character of every record appears in
 the pretraining text.
 """
 

@@ -1,7 +1,7 @@
 """Pretraining prose for the SYNTHETIC micro world: facts and rules in varied templates.
 
 The prose only *states* things: no options, no letter answers, no blanks (only the
-quoted small talk of ``micro_daily`` ever ends in "？"), and the question wording of
+quoted small talk of ``daily`` ever ends in "？"), and the question wording of
 the abilities (``的都城是``, ``是由...发明的`` ...) is kept out of these templates, so
 no valid/test question appears verbatim in the prose.
 Each round visits every entity once, so every fact is stated at least once per

@@ -14,7 +14,7 @@ appends it to every document), then the speaker tokens ``<user>``, ``<assistant>
 Training is deterministic whatever the thread count (checked with
 RAYON_NUM_THREADS=1 and 2): the initial alphabet's ids are fixed and the BPE
 trainer breaks count ties by pair, so the same text gives byte-identical files
-(``tests/data/test_micro.py`` checks it).
+(``tests/data/micro/test_build.py`` checks it).
 """
 
 from __future__ import annotations

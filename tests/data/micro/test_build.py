@@ -2,7 +2,7 @@
 
 Tests on the whole corpus use the session fixture ``micro_dir`` (tests/conftest.py),
 built once (~10 s on two cores), and are marked slow; the unit tests at the top
-build only pieces.
+build only pieces. The world and the tokenizer have their own test files beside this.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import pytest
 from transformers import AutoTokenizer
 
 from doit.data import abilities
-from doit.data.io import sha256_file
+from doit.data.io import read_jsonl, sha256_file, sha256_text
 from doit.data.micro.build import SPECS, build_micro, draft_ability, render_ability
 from doit.data.micro.drafts import ItemContext
-from doit.data.micro.tokenizer import SPEAKER_TOKENS, train_tokenizer
+from doit.data.micro.tokenizer import SPEAKER_TOKENS
 from doit.data.micro.world import FACT_ATTRS, build_world, split_facts
 
 OPTION_LINE = re.compile(r"^([A-F])\. \S")
@@ -31,8 +31,8 @@ GENERAL = Path("synthetic/40960/general_instruction_gpt4_41k.json")
 UNDERSTANDING = abilities.get("understanding")  # the one multi-turn exact-match ability
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+def records_of(path: Path) -> list[dict]:
+    return [record for _, record in read_jsonl(path)]
 
 
 def split_files(root: Path, key: str) -> dict[str, Path]:
@@ -110,23 +110,6 @@ def check_record(record: dict, ability: abilities.Ability) -> str:
 
 
 # --- unit tests (no full build) ----------------------------------------------------------
-def test_world_is_deterministic_and_names_are_unique():
-    first, second = build_world(0), build_world(0)
-    assert first.entities == second.entities and build_world(1).entities != first.entities
-    names = [e["name"] for group in first.entities.values() for e in group]
-    assert len(names) == len(set(names))
-    for group, attrs in FACT_ATTRS.items():
-        assert all(set(attrs) <= set(e) for e in first.entities[group])
-
-
-def test_fact_splits_are_disjoint_and_cover_every_fact():
-    world = build_world(0)
-    facts = world.facts("species")
-    splits = split_facts(facts, random.Random(0), 0.18)
-    keys = [f.key for part in splits.values() for f in part]
-    assert len(keys) == len(set(keys)) == len(facts)
-
-
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.ability.key)
 def test_every_generator_yields_valid_records(spec):
     world = build_world(0)
@@ -160,31 +143,19 @@ def test_build_refuses_a_non_empty_dir(tmp_path):
         build_micro(tmp_path)
 
 
-def test_tokenizer_trains_loads_and_isolates_characters(tmp_path):
-    text = tmp_path / "t.txt"
-    text.write_text("斑啾生活在高山。\n函数def f(x): return x*3+1。\n" * 50, encoding="utf-8")
-    train_tokenizer([text], tmp_path / "tok", vocab_size=600)
-    tok = AutoTokenizer.from_pretrained(tmp_path / "tok")
-    assert tok.pad_token == "<pad>" and tok.eos_token == "</s>" and tok.bos_token is None
-    assert len(tok("斑啾生活", add_special_tokens=False)["input_ids"]) == 4
-    assert len(tok("123", add_special_tokens=False)["input_ids"]) == 3
-    for token in SPEAKER_TOKENS:
-        assert len(tok(token, add_special_tokens=False)["input_ids"]) == 1
-
-
 # --- the built corpus -----------------------------------------------------------------------
 @pytest.mark.slow
 def test_layout_and_counts(micro_dir, micro_summary):
     for spec in SPECS:
         files = split_files(micro_dir, spec.ability.key)
-        counts = {split: len(read_jsonl(path)) for split, path in files.items()}
+        counts = {split: len(records_of(path)) for split, path in files.items()}
         assert counts == {"full": spec.pool_size, "1000": 1000, "valid": 100, "test": 100}
         assert spec.pool_size >= 1000
-        full = {json.dumps(r, ensure_ascii=False) for r in read_jsonl(files["full"])}
-        assert {json.dumps(r, ensure_ascii=False) for r in read_jsonl(files["1000"])} <= full
+        full = {json.dumps(r, ensure_ascii=False) for r in records_of(files["full"])}
+        assert {json.dumps(r, ensure_ascii=False) for r in records_of(files["1000"])} <= full
     for ood in abilities.OOD:
-        assert len(read_jsonl(micro_dir / "curated" / "test" / f"{ood.key}.json")) == 40
-    assert len(read_jsonl(micro_dir / GENERAL)) >= 40_960
+        assert len(records_of(micro_dir / "curated" / "test" / f"{ood.key}.json")) == 40
+    assert len(records_of(micro_dir / GENERAL)) >= 40_960
     for name in ("ground_truth.json", "pretrain/train.txt", "pretrain/valid.txt"):
         assert (micro_dir / name).is_file()
     assert micro_summary["abilities"]["math"]["full"] == 3000
@@ -195,7 +166,7 @@ def test_schema_per_ability(micro_dir):
     for spec in SPECS:
         kinds = Counter()
         records = [
-            r for p in split_files(micro_dir, spec.ability.key).values() for r in read_jsonl(p)
+            r for p in split_files(micro_dir, spec.ability.key).values() for r in records_of(p)
         ]
         for record in records:
             kinds[check_record(record, spec.ability)] += 1
@@ -203,7 +174,7 @@ def test_schema_per_ability(micro_dir):
         full_and_held = [
             r
             for p in ("full", "valid", "test")
-            for r in read_jsonl(split_files(micro_dir, spec.ability.key)[p])
+            for r in records_of(split_files(micro_dir, spec.ability.key)[p])
         ]
         idx = [r["idx"] for r in full_and_held]
         assert len(idx) == len(set(idx))
@@ -216,7 +187,7 @@ def test_gold_letters_are_balanced(micro_dir):
             continue
         for split in ("full", "test"):
             by_n = {}
-            for r in read_jsonl(split_files(micro_dir, spec.ability.key)[split]):
+            for r in records_of(split_files(micro_dir, spec.ability.key)[split]):
                 letters = options_of(r["messages"][-2]["content"])
                 gold = r["messages"][-1]["content"]
                 if letters and len(gold) == 1 and "answer" not in r:
@@ -231,7 +202,7 @@ def test_splits_share_no_question(micro_dir):
         files = split_files(micro_dir, spec.ability.key)
         keep = abilities.MULTISELECT in spec.ability.answer_kinds
         stems = {
-            s: {stem_of(r, keep) for r in read_jsonl(files[s])} for s in ("full", "valid", "test")
+            s: {stem_of(r, keep) for r in records_of(files[s])} for s in ("full", "valid", "test")
         }
         assert not stems["full"] & stems["valid"]
         assert not stems["full"] & stems["test"]
@@ -244,10 +215,10 @@ def test_ood_sets_are_five_shot(micro_dir):
         stem_of(r)
         for spec in SPECS
         for p in split_files(micro_dir, spec.ability.key).values()
-        for r in read_jsonl(p)
+        for r in records_of(p)
     }
     for ood in abilities.OOD:
-        for record in read_jsonl(micro_dir / "curated" / "test" / f"{ood.key}.json"):
+        for record in records_of(micro_dir / "curated" / "test" / f"{ood.key}.json"):
             check_roles(record)
             assert len(record["messages"]) == 12 and record["question_format"] == 0
             assert record["type"] == ood.type_name
@@ -259,7 +230,7 @@ def test_ood_sets_are_five_shot(micro_dir):
 
 @pytest.mark.slow
 def test_general_instructions_are_messages_only_free_chat(micro_dir):
-    for record in read_jsonl(micro_dir / GENERAL):
+    for record in records_of(micro_dir / GENERAL):
         assert set(record) == {"messages"}
         check_roles(record)
         for message in record["messages"]:
@@ -268,7 +239,9 @@ def test_general_instructions_are_messages_only_free_chat(micro_dir):
 
 def build_hashes(root: Path) -> dict[str, str]:
     return {
-        str(p.relative_to(root)): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()
+        p.relative_to(root).as_posix(): sha256_file(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -286,6 +259,21 @@ def test_same_seed_same_bytes_other_seed_differs(micro_dir, tmp_path):
     assert same == {"tokenizer/tokenizer_config.json"}  # settings only; the vocab differs
 
 
+# sha256 over "<path> <sha256>" lines of every seed-0 file outside tokenizer/ (whose bytes
+# also depend on the tokenizers version), as generated before the generator became a package.
+SEED_0_RECORDS_DIGEST = "12018e61865917ef5f98ba765086825c74a2a593631bd3b034b555e9bd28b8ff"
+
+
+@pytest.mark.slow
+def test_seed_0_corpus_is_the_one_the_flat_modules_generated(micro_dir):
+    """Restructuring the generator must not change a byte of what it writes."""
+    hashes = build_hashes(micro_dir)
+    listing = "".join(
+        f"{name} {h}\n" for name, h in hashes.items() if name.split("/")[0] != "tokenizer"
+    )
+    assert sha256_text(listing) == SEED_0_RECORDS_DIGEST
+
+
 @pytest.mark.slow
 def test_tokenizer_vocab_and_item_lengths(micro_dir):
     tok = AutoTokenizer.from_pretrained(micro_dir / "tokenizer")
@@ -293,7 +281,7 @@ def test_tokenizer_vocab_and_item_lengths(micro_dir):
     assert tok.pad_token == "<pad>" and tok.eos_token == "</s>"
     assert all(len(tok(t, add_special_tokens=False)["input_ids"]) == 1 for t in SPEAKER_TOKENS)
     for spec in SPECS:
-        records = read_jsonl(split_files(micro_dir, spec.ability.key)["full"])
+        records = records_of(split_files(micro_dir, spec.ability.key)["full"])
         lengths = [
             sum(
                 len(tok(m["content"], add_special_tokens=False)["input_ids"]) + 2
@@ -331,7 +319,7 @@ def test_pretrain_size_and_no_question_in_prose(micro_dir, micro_summary):
     assert 0.02 <= len(valid) / len(train) <= 0.05
     prose = train + valid
     for path in sorted((micro_dir / "curated").glob("[vt]*/*.json")):
-        for record in read_jsonl(path):
+        for record in records_of(path):
             stem = stem_of(record)
             sentences = [s for line in stem.split("\n") for s in line.split("。") if len(s) >= 6]
             assert stem not in prose and not any(s + "。" in prose for s in sentences), stem
