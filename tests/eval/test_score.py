@@ -228,3 +228,24 @@ def test_score_cli_writes_scores(tmp_path, items):
     )
     scores = json.loads((tmp_path / "s.json").read_text())
     assert scores["abilities"]["ethics"]["score"] == 100.0 and scores["rules"]["ties"] == "wrong"
+
+
+def test_scoring_rules_page_examples(items):
+    """The examples of doit/eval/README.md that no other test states."""
+    from doit.eval import parsers as P
+    from doit.eval.math_equiv import equal_paper, equal_verify
+
+    it = find(items, "biology", 1)  # options A-D
+    logits = {"A": -3.1, "B": -0.4, "C": -2.2, "D": -5.0}
+    assert score_item(it, pred(it, "我认为是", letter_logits=logits))["extracted"] == "B"
+    assert P.tf_answer("Victory") is None and P.tf_answer("答案：V") == "T"
+    assert P.tf_answer("The answer: 错误") == "F"
+    assert P.multiselect_answer("Answer: BD") == "BD"
+    assert not equal_paper("\\frac{2}{4}", "\\frac{1}{2}")
+    assert equal_verify("\\frac{2}{4}", "\\frac{1}{2}")
+    assert P.math_answer("答案：3/4") == "3/4"
+    assert equal_paper("50%", "50\\%") and not equal_paper("5\\text{ apples}", "5")
+    tie = find(items, "code", 7)
+    ppl = pred(tie, choice_ppl=[3.2, 3.2, 5.0])
+    assert score_item(tie, ppl, ties="correct")["correct"]
+    assert not score_item(tie, ppl, ties="wrong")["correct"]
