@@ -15,14 +15,14 @@ from doit.data import abilities as ab
 from doit.data.io import write_jsonl
 from doit.data.layout import SPLIT_DIRS, split_dir
 from doit.data.manifest import write_manifest
-from doit.data.sampling import by_ability
+from doit.data.sampling import by_ability, identity
 from doit.data.schema import to_record
 
 
 def write_train(root: Path, items: list[dict[str, Any]]) -> None:
     groups = by_ability(items)
     for key in sorted(groups):
-        rows = sorted(groups[key], key=lambda it: it["idx"])
+        rows = sorted(groups[key], key=identity)
         write_jsonl(root / SPLIT_DIRS["train"] / f"{key}.jsonl", (to_record(it) for it in rows))
 
 

@@ -1,7 +1,9 @@
 """Seeded, order-free sampling: the one mechanism behind splits, subsets and mixes.
 
 An item's rank is sha256(seed, purpose, ability, uid, idx): it depends on the item's
-identity alone, never on file order or on the other items. Taking the first n of
+identity alone, never on file order or on the other items. A synthetic record's idx is
+only its line position, so synthetic records are ranked and ordered by their content
+hash (uid) alone: the same file in any line order gives the same samples. Taking the first n of
 the ranking therefore gives nested samples (first n is inside first m for n < m),
 identical on any machine and for any order of the input files.
 """
@@ -25,7 +27,9 @@ def identity(item: dict[str, Any]) -> tuple[str, int | str]:
 
 
 def rank_key(seed: int, purpose: str, item: dict[str, Any]) -> str:
-    token = f"{seed}\0{purpose}\0{item['ability']}\0{item['uid']}\0{item['idx']}"
+    token = f"{seed}\0{purpose}\0{item['ability']}\0{item['uid']}"
+    if item["ability"] != ab.SYNTHETIC:
+        token += f"\0{item['idx']}"
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
@@ -42,6 +46,5 @@ def by_ability(items: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]
 
 
 def take(items: list[dict[str, Any]], n: int, seed: int, purpose: str) -> list[dict[str, Any]]:
-    """The first ``n`` of the seeded ranking, returned in (ability, idx) order."""
-    chosen = ranked(items, seed, purpose)[:n]
-    return sorted(chosen, key=lambda it: (it["ability"], it["idx"]))
+    """The first ``n`` of the seeded ranking, returned in ``identity`` order."""
+    return sorted(ranked(items, seed, purpose)[:n], key=identity)

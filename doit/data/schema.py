@@ -7,11 +7,14 @@ plus the fields every later stage uses and never re-derives:
 ========== ============================================================================
 field      meaning
 ========== ============================================================================
-uid        16 hex chars of sha256(ability, messages): the item's identity (sampling)
+uid        16 hex chars of sha256(ability, messages), a hash of the content: with idx
+           the item's identity in sampling; a synthetic record's identity alone
+           (sampling, output order, dedup), so its subsets ignore line order
 ability    canonical ability key (``role-play`` -> ``role_play``); ``synthetic`` for
            messages-only general instructions
 type       the record's ``type`` with hyphens normalised (C-Eval keeps ``_fshot``)
-idx        int, unique within an ability (synthetic records: their 0-based position)
+idx        int, unique within an ability (synthetic records: their 0-based line
+           position, which identifies nothing: see uid)
 question_format  0 exact match, 1 open-ended (perplexity ranking); -1 synthetic
 messages   list of {role, content}, alternating user/assistant, ending with assistant
 choices    format 1: [gold, fine distractor, coarse distractor]; else []

@@ -7,9 +7,10 @@ to ``curated/1000``. The same input gives the same split on any machine and in a
 file order.
 
 The input may hold the same records more than once (``curated/1000`` is a subset of
-``curated/full``): a record is kept once per (ability, idx) and the identical copies
-are counted in the manifest (``duplicates``); the same (ability, idx) with different
-content is an error naming both files and lines. C-Eval test sets (OOD) and synthetic
+``curated/full``): a record is kept once per (ability, idx) (synthetic records: per
+content hash, ``uid``) and the identical copies are counted in the manifest
+(``duplicates``); the same (ability, idx) with different content is an error naming
+both files and lines. C-Eval test sets (OOD) and synthetic
 records are not split: they are carried through to ``curated/test/<subject>.json``
 and ``synthetic/40960/<file>`` (listed in the manifest under ``carried``).
 """

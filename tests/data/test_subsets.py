@@ -8,6 +8,7 @@ import pytest
 from doit.data import abilities as ab
 from doit.data.cli import main
 from doit.data.load import load_items, load_split
+from doit.data.mixes import parse_mix, sample_mix
 from doit.data.subsets import build_subsets, build_synthetic_subsets
 from doit.data.validate import validate_path
 from tests.data.pools import uniform, write_pool
@@ -104,3 +105,22 @@ def test_cli_subset_abilities(pools, tmp_path):
         == 0
     )
     assert set(train_ids(tmp_path / "o/n0002")) == {"math", "role_play"}
+
+
+def test_synthetic_subsets_do_not_depend_on_file_order(tmp_path):
+    a = write_pool(tmp_path / "a", {}, synthetic=60)
+    b = tmp_path / "b"
+    rel = "synthetic/40960/general_instruction_gpt4_41k.json"
+    (b / rel).parent.mkdir(parents=True)
+    lines = (a / rel).read_text(encoding="utf-8").splitlines(keepends=True)
+    (b / rel).write_text("".join(reversed(lines)), encoding="utf-8")
+    build_synthetic_subsets(a, tmp_path / "sa", totals=(10, 40))
+    build_synthetic_subsets(b, tmp_path / "sb", totals=(10, 40))
+    for cell in ("s00010", "s00040"):
+        got = [
+            (tmp_path / s / cell / "curated/train/synthetic.jsonl").read_bytes()
+            for s in ("sa", "sb")
+        ]
+        assert got[0] == got[1], cell
+    mix = parse_mix({"synthetic": 10, "counts": {}}, "m.yaml")
+    assert [it["uid"] for it in sample_mix(mix, a)] == [it["uid"] for it in sample_mix(mix, b)]
