@@ -14,7 +14,9 @@ def test_curate_cli_decontaminates_against_valid_test(tmp_path, capsys):
     src.mkdir()
     train = (FIXTURE / "curated/test/history_test.json").read_text(encoding="utf-8").splitlines()
     extra = json.loads(train[0])
-    extra["messages"][0]["content"] = "判断：汉朝的开国皇帝是刘邦，这是一个完全不同的新问题。"
+    extra["messages"][0]["content"] = (
+        "汉朝的开国皇帝是谁，这是一个完全不同的新问题。\nA. 刘备\nB. 刘秀\nC. 刘邦\nD. 刘彻"
+    )
     extra["idx"] = 99
     dup = extra
     (src / "history.jsonl").write_text(
