@@ -7,7 +7,9 @@ No decay for:
   or ``nn.LayerNorm``);
 - value-residual mixing scalars (``value_lambda1`` / ``value_lambda2`` of ResFormer);
 - embeddings, when ``decay_embeddings=False`` (a tied LM head follows its embedding);
-- as a safety net, any other parameter with fewer than 2 dimensions.
+- as a safety net, any other parameter with fewer than 2 dimensions, counted on its full shape:
+  under ZeRO-3 (a model built in `deepspeed.zero.Init`, as `from_pretrained` does for a stage-3
+  run) every parameter is an empty 1-D tensor and its shape is kept in ``ds_shape``.
 
 Use it directly::
 
@@ -32,6 +34,11 @@ def _is_norm(module: nn.Module) -> bool:
     return isinstance(module, nn.LayerNorm) or type(module).__name__.endswith("Norm")
 
 
+def _full_ndim(param: nn.Parameter) -> int:
+    """Dimensions of the whole parameter, also when ZeRO-3 holds only an empty partition."""
+    return len(getattr(param, "ds_shape", param.shape))
+
+
 def no_decay_parameter_names(model: nn.Module, decay_embeddings: bool = True) -> set[str]:
     """Names (as in `model.named_parameters()`) of the parameters that get no weight decay."""
     no_decay_ids = set()
@@ -42,7 +49,7 @@ def no_decay_parameter_names(model: nn.Module, decay_embeddings: bool = True) ->
                 or name in MIXING_SCALAR_NAMES
                 or _is_norm(module)
                 or (isinstance(module, nn.Embedding) and not decay_embeddings)
-                or param.ndim < 2
+                or _full_ndim(param) < 2
             ):
                 no_decay_ids.add(id(param))
     return {name for name, param in model.named_parameters() if id(param) in no_decay_ids}

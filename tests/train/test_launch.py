@@ -11,6 +11,7 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from doit.train.launch import SHM_DIR, SHM_PREFIX, free_port
+from doit.train.optim import no_decay_parameter_names
 from tests.train.conftest import BIN, PY, RECIPE, env_for, recipe_args, run_recipe, train_logs
 from tests.train.tiny import REPO
 
@@ -79,6 +80,14 @@ def test_deepspeed_two_ranks(zero, base, tmp_path, cache_dir, port):
     assert logs[-1]["learning_rate"] == pytest.approx(1e-4 + (1e-3 - 1e-4) / 4)
     model = AutoModelForCausalLM.from_pretrained(out)  # ZeRO-3: gathered 16-bit weights reload
     assert model.get_input_embeddings().num_embeddings == 387
+    # ZeRO-3 loads the base partitioned (every tensor empty and 1-D): the groups, by name, must
+    # still be those of the same model built whole
+    decay, no_decay = info["optimizer_groups"]
+    assert (decay["weight_decay"], no_decay["weight_decay"]) == (0.1, 0.0)
+    expected_no_decay = no_decay_parameter_names(model)
+    assert set(no_decay["params"]) == expected_no_decay
+    assert set(decay["params"]) == {n for n, _ in model.named_parameters()} - expected_no_decay
+    assert "model.layers.0.self_attn.q_proj.weight" in decay["params"]
     assert not shm_buffers(port)
 
 
