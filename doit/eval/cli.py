@@ -1,7 +1,8 @@
 """``python -m doit.eval``: predict (needs the model) and score (needs only the predictions).
 
     python -m doit.eval predict --model DIR [--adapter DIR] --data DOIT_DIR --split test \\
-        [--abilities a,b] [--ood] --out PRED.jsonl
+        [--abilities a,b] [--ood] [--chat-format doit|native] [--max-new-tokens kind=N] \\
+        --out PRED.jsonl
     python -m doit.eval score PRED.jsonl --data DOIT_DIR --split test --out SCORES.json \\
         [--math paper|verify] [--ties correct|wrong] [--allow-missing]
     python -m doit.eval bench --model DIR [--adapter DIR] --tasks cmmlu,agieval,ceval \\
@@ -27,15 +28,40 @@ def _kinds(text: str) -> dict[str, int]:
     return out
 
 
+def predict_abilities(abilities: str | None, ood: bool) -> tuple[list[str] | None, bool]:
+    """(ability keys, ood) to load: ``--ood`` adds the C-Eval sets to any ``--abilities``, and
+    a C-Eval set named in ``--abilities`` is loaded without ``--ood``."""
+    from doit.data import abilities as ab
+
+    keys = list(ab.parse_keys(abilities))
+    if not keys:
+        return None, ood
+    if ood:
+        keys += [k for k in ab.OOD_KEYS if k not in keys]
+    return keys, ood or any(k in ab.OOD_KEYS for k in keys)
+
+
 def cmd_predict(a) -> int:
     from doit.data.load import load_items
-    from doit.eval.predict import load_model, predict_items
+    from doit.eval import predict
 
-    items = load_items(a.data, a.split, abilities=a.abilities, ood=a.ood)
-    model, tokenizer = load_model(a.model, a.adapter, a.dtype)
-    preds = predict_items(model, tokenizer, items, a.batch_size, a.max_new_tokens)
+    keys, ood = predict_abilities(a.abilities, a.ood)
+    items = load_items(a.data, a.split, abilities=keys, ood=ood)
+    budgets = predict.budgets(a.max_new_tokens)  # bad kinds fail before the model loads
+    model, tokenizer = predict.load_model(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
+    preds = predict.predict_items(model, tokenizer, items, a.batch_size, budgets)
+    chat_format = a.chat_format or predict.chat_format_of(tokenizer)
+    rules = predict.prediction_rules(preds, model, tokenizer, budgets, chat_format)
     write_jsonl(a.out, preds)
-    print(f"{a.out}: {len(preds)} predictions")
+    write_json(predict.rules_path(a.out), rules)
+    print(f"{a.out}: {len(preds)} predictions; rules in {predict.rules_path(a.out)}")
+    for kind, n in rules["n_hit_budget"].items():
+        if n:
+            print(f"  {kind}: {n} of {rules['n_items'][kind]} outputs hit the budget of "
+                  f"{rules['max_new_tokens'][kind]} new tokens")  # fmt: skip
+    for kind, n in rules["n_prompt_too_long"].items():
+        if n:
+            print(f"  {kind}: {n} prompts longer than the context ({rules['context']}): no output")
     return 0
 
 
@@ -100,7 +126,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-new-tokens",
         type=_kinds,
         default={},
-        help="per-kind overrides, e.g. math=256,cloze=16 (defaults: mc/tf 8, multiselect 16, cloze 32, math 512)",
+        help="per-kind budgets, e.g. mc=8,tf=8,multiselect=64,cloze=32,math=512 (default: the "
+        "study's 1024 for every kind; set them for grids: a model that never ends its turn "
+        "keeps its batch running to the budget)",
+    )
+    pr.add_argument(
+        "--chat-format",
+        choices=["doit", "native"],
+        help="render as fine-tuning with this chat_format does (needed for an untuned base; "
+        "default: the tokenizer's saved template)",
+    )
+    pr.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="fine-tuning's seed: initialises speaker-token rows added to an untuned base",
     )
     pr.set_defaults(func=cmd_predict)
     sc = sub.add_parser("score", help="score PRED.jsonl; write SCORES.json (no model needed)")

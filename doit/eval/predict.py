@@ -2,29 +2,61 @@
 
 One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
 
-    {"type", "idx", "question_format",
-     "prediction": greedy output up to <eot>/EOS ("" for open-ended items),
-     "letter_logits": {letter: logit at the FIRST decoding step} (mc items only),
-     "choice_ppl": [ppl(gold), ppl(fine), ppl(coarse)] (question_format 1 only)}
+    {"type", "idx", "question_format", "answer_kind",
+     "prediction": greedy output up to the first stop token ("" for open-ended items),
+     "max_new_tokens": this item's budget (the kind's, clamped to the context),
+     "hit_budget": true when the output ran to that budget without a stop token,
+     "letter_logits": {letter: summed log-probability of the letter's tokens at the first
+                       answer position} (mc items only; the key keeps its old name),
+     "choice_ppl": [ppl(gold), ppl(fine), ppl(coarse)] (question_format 1 only),
+     "error": why the item got no output (a prompt that does not fit the context)}
 
-Every prompt is rendered by the tokenizer's chat template (``doit.train.chat``).
-Generation is batched (left padding, KV cache, items sorted by prompt length, one
-``max_new_tokens`` per answer kind); the three choices of several items are scored in
-one forward pass.
+and ``PRED.rules.json`` beside it: ``prediction_rules`` (chat format, context, each kind's
+budget, how many items hit it or did not fit, stop tokens, letter scoring).
+
+Every prompt is rendered by the tokenizer's chat template (``doit.train.chat``); an untuned
+base gets the template its fine-tuned cells train with (``load_model(chat_format=...)``).
+Generation is greedy and batched (left padding, KV cache, items sorted by prompt length);
+every generated kind gets the study's 1,024 new tokens unless overridden, clamped to what
+the context leaves after the prompt (the prompt is never cut). The three choices of
+several open-ended items are scored in one forward pass.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from doit.data import abilities as ab
+from doit.train.chat import prepare_tokenizer, speaker_template
 
-MAX_NEW_TOKENS = {ab.MC: 8, ab.TF: 8, ab.MULTISELECT: 16, ab.CLOZE: 32, ab.MATH: 512}
+STUDY_MAX_NEW_TOKENS = 1024  # the study's greedy decoding cap, for every generated kind
+GENERATED_KINDS = (ab.MC, ab.TF, ab.MULTISELECT, ab.CLOZE, ab.MATH)
 LETTERS = ("A", "B", "C", "D", "E", "F")
+LETTER_SCORING = (
+    "sum of the log-probabilities of the letter's whole token sequence (as the template "
+    "renders it right after the assistant marker) at the first answer position"
+)
+
+
+def budgets(overrides: dict[str, int] | None = None) -> dict[str, int]:
+    """``max_new_tokens`` of each generated answer kind: the study's 1,024 unless overridden."""
+    overrides = overrides or {}
+    unknown = sorted(set(overrides) - set(GENERATED_KINDS))
+    if unknown:
+        raise ValueError(
+            f"--max-new-tokens: unknown answer kind {', '.join(unknown)}; "
+            f"expected one of {', '.join(GENERATED_KINDS)}"
+        )
+    for kind, n in overrides.items():
+        if n < 1:
+            raise ValueError(f"--max-new-tokens: {kind}={n}: expected at least 1")
+    return {k: overrides.get(k, STUDY_MAX_NEW_TOKENS) for k in GENERATED_KINDS}
 
 
 def prompt_text(tokenizer, item: dict) -> str:
@@ -38,10 +70,9 @@ def encode(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def letter_token_ids(tokenizer) -> dict[str, int]:
-    """Token id of each letter as the model emits it right after the assistant marker
-    (``A`` or ``▁A``, whatever this tokenizer produces there; a bare space-marker token
-    before the letter is skipped)."""
+def letter_sequences(tokenizer) -> dict[str, list[int]]:
+    """Token ids of each letter as the template renders it right after the assistant marker:
+    ``[A]``, ``[▁A]``, or ``[▁, A]`` where the letter is a space marker and then the letter."""
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": "?"}], tokenize=False, add_generation_prompt=True
     )
@@ -49,24 +80,31 @@ def letter_token_ids(tokenizer) -> dict[str, int]:
     out = {}
     for letter in LETTERS:
         ids = encode(tokenizer, prompt + letter)
-        new = ids[len(base) :] if ids[: len(base)] == base else []
-        new = [t for t in new if tokenizer.decode([t]).strip()]
-        if not new:
+        if ids[: len(base)] != base or len(ids) == len(base):
             raise ValueError(
-                f"cannot find the token the model emits for {letter!r} after the prompt"
+                f"cannot find the tokens the model emits for {letter!r} after the prompt"
             )
-        out[letter] = new[0]
-    if len(set(out.values())) != len(out):
-        raise ValueError(f"option letters share tokens in this tokenizer: {out}")
+        out[letter] = ids[len(base) :]
+    if len({tuple(s) for s in out.values()}) != len(out):
+        raise ValueError(f"option letters share their tokens in this tokenizer: {out}")
     return out
 
 
 def stop_token_ids(tokenizer) -> list[int]:
-    ids = {tokenizer.eos_token_id}
-    eot = tokenizer.convert_tokens_to_ids("<eot>")
-    if eot is not None and eot != tokenizer.unk_token_id:
-        ids.add(eot)
-    return sorted(i for i in ids if i is not None)
+    """eos, and every special token the chat template writes around messages: the end of
+    turn and the speaker markers (``<eot>``, ``<user>``, ``<assistant>``; ``<|im_end|>``,
+    ``<|im_start|>``). Generation stops at the first of them."""
+    turns = [{"role": r, "content": "?"} for r in ("user", "assistant", "user")]
+    rendered = set(encode(tokenizer, tokenizer.apply_chat_template(turns, tokenize=False)))
+    special = set(tokenizer.all_special_ids) | {
+        i for i, t in tokenizer.added_tokens_decoder.items() if t.special
+    }
+    return sorted(i for i in (rendered & special) | {tokenizer.eos_token_id} if i is not None)
+
+
+def chat_format_of(tokenizer) -> str:
+    """``doit`` when the tokenizer renders with the speaker template, else ``native``."""
+    return "doit" if tokenizer.chat_template == speaker_template() else "native"
 
 
 def batches(rows: list, size: int) -> Iterator[list]:
@@ -82,9 +120,10 @@ def max_length(model, tokenizer) -> int:
 
 @torch.inference_mode()
 def generate_batch(
-    model, tokenizer, prompts: list[list[int]], max_new: int, letter_ids
-) -> list[tuple[str, list]]:
-    """Greedy outputs and first-step logits for a batch of prompt token ids (left-padded)."""
+    model, tokenizer, prompts: list[list[int]], max_new: int
+) -> list[tuple[str, bool, torch.Tensor]]:
+    """(greedy output, ran to ``max_new`` without a stop token, first-step log-probabilities)
+    for a batch of prompt token ids (left-padded)."""
     width = max(len(p) for p in prompts)
     pad, stops = tokenizer.pad_token_id, stop_token_ids(tokenizer)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
@@ -100,19 +139,21 @@ def generate_batch(
         output_logits=True,
         return_dict_in_generate=True,
     )
-    first = out.logits[0].float().cpu()
+    first = torch.log_softmax(out.logits[0].float(), dim=-1).cpu()
     results = []
     for row in range(len(prompts)):
         new = out.sequences[row, width:].tolist()
-        cut = next((i for i, t in enumerate(new) if t in stops), len(new))
-        text = tokenizer.decode(new[:cut], skip_special_tokens=True)
-        results.append((text, [float(first[row, letter_ids[x]]) for x in LETTERS]))
+        cut = next((i for i, t in enumerate(new) if t in stops), None)
+        hit = cut is None and len(new) >= max_new
+        text = tokenizer.decode(new[: len(new) if cut is None else cut], skip_special_tokens=True)
+        results.append((text, hit, first[row]))
     return results
 
 
 @torch.inference_mode()
-def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
-    """Perplexity of the answer span of each (token ids, answer start) pair, one forward."""
+def span_logprobs(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
+    """Summed log-probability of the span ``ids[start:]`` of each (ids, start), one
+    right-padded forward pass."""
     width = max(len(s) for s, _ in sequences)
     ids = torch.tensor([s + [pad_id] * (width - len(s)) for s, _ in sequences], device=model.device)
     mask = torch.tensor(
@@ -120,11 +161,16 @@ def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> 
     )
     logits = model(input_ids=ids, attention_mask=mask).logits.float()
     logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
-    out = []
-    for row, (seq, start) in enumerate(sequences):
-        nll = -logprobs[row, start - 1 : len(seq) - 1].mean().item()
-        out.append(math.exp(nll))
-    return out
+    return [
+        logprobs[row, start - 1 : len(seq) - 1].sum().item()
+        for row, (seq, start) in enumerate(sequences)
+    ]
+
+
+def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
+    """Perplexity of the answer span of each (token ids, answer start) pair, one forward."""
+    sums = span_logprobs(model, sequences, pad_id)
+    return [math.exp(-s / (len(seq) - start)) for s, (seq, start) in zip(sums, sequences)]
 
 
 def choice_sequences(tokenizer, item: dict, limit: int) -> list[tuple[list[int], int]]:
@@ -151,48 +197,105 @@ def predict_items(
     max_new_tokens: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Predictions for ``items`` (any order in, sorted by (type, idx) out)."""
-    limits = {**MAX_NEW_TOKENS, **(max_new_tokens or {})}
-    letter_ids = letter_token_ids(tokenizer)
-    limit = max_length(model, tokenizer)
-    preds = {}
-    gen = [it for it in items if it["answer_kind"] != ab.OPEN]
-    for budget in sorted(
-        {limits[it["answer_kind"]] for it in gen}
-    ):  # kinds sharing a budget batch together
-        rows = [
-            (it, encode(tokenizer, prompt_text(tokenizer, it))[-(limit - budget) :])
-            for it in gen
-            if limits[it["answer_kind"]] == budget
-        ]
-        rows.sort(key=lambda r: (len(r[1]), r[0]["type"], r[0]["idx"]))
-        for chunk in batches(rows, batch_size):
-            outs = generate_batch(model, tokenizer, [p for _, p in chunk], budget, letter_ids)
-            for (it, _), (text, logits) in zip(chunk, outs):
-                preds[(it["type"], it["idx"])] = _record(it, text, logits)
-    opened = [
-        (it, choice_sequences(tokenizer, it, limit)) for it in items if it["answer_kind"] == ab.OPEN
-    ]
-    opened.sort(key=lambda r: (sum(len(s) for s, _ in r[1]), r[0]["type"], r[0]["idx"]))
-    for chunk in batches(opened, max(1, batch_size // 3)):
-        ppl = sequence_ppl(model, [s for _, seqs in chunk for s in seqs], tokenizer.pad_token_id)
-        for i, (it, _) in enumerate(chunk):
+    limits, context = budgets(max_new_tokens), max_length(model, tokenizer)
+    preds, rows = {}, []
+    for it in items:
+        if it["answer_kind"] == ab.OPEN:
+            continue
+        prompt = encode(tokenizer, prompt_text(tokenizer, it))
+        room = context - len(prompt)
+        if room < 1:  # never cut the prompt to make room: the item gets no output
             preds[(it["type"], it["idx"])] = {
-                **_record(it, "", None),
-                "choice_ppl": ppl[3 * i : 3 * i + 3],
+                **_record(it, ""),
+                "error": f"prompt of {len(prompt)} tokens leaves no room in the context "
+                f"of {context}",
             }
+            continue
+        rows.append((it, prompt, min(limits[it["answer_kind"]], room)))
+    preds.update(_generate(model, tokenizer, rows, batch_size))
+    preds.update(_score_open(model, tokenizer, items, batch_size, context))
     return [preds[k] for k in sorted(preds)]
 
 
-def _record(item: dict, text: str, logits: list[float] | None) -> dict[str, Any]:
-    rec = {
+def _generate(model, tokenizer, rows: list[tuple], batch_size: int) -> dict:
+    """Records of the generated items: rows sharing a budget batch together, shortest first."""
+    letters = letter_sequences(tokenizer)
+    one_token = all(len(s) == 1 for s in letters.values())
+    out, mc_rows = {}, []
+    rows = sorted(rows, key=lambda r: (r[2], len(r[1]), r[0]["type"], r[0]["idx"]))
+    for budget, group in itertools.groupby(rows, key=lambda r: r[2]):
+        for chunk in batches(list(group), batch_size):
+            results = generate_batch(model, tokenizer, [p for _, p, _ in chunk], budget)
+            for (it, prompt, _), (text, hit, first) in zip(chunk, results):
+                rec = {**_record(it, text), "max_new_tokens": budget, "hit_budget": hit}
+                if it["answer_kind"] == ab.MC and one_token:
+                    rec["letter_logits"] = {x: float(first[letters[x][0]]) for x in it["options"]}
+                elif it["answer_kind"] == ab.MC:
+                    mc_rows.append((it, prompt))
+                out[(it["type"], it["idx"])] = rec
+    for chunk in batches(mc_rows, max(1, batch_size // 4)):
+        seqs = [(p + letters[x], len(p)) for it, p in chunk for x in it["options"]]
+        scores = iter(span_logprobs(model, seqs, tokenizer.pad_token_id))
+        for it, _ in chunk:
+            out[(it["type"], it["idx"])]["letter_logits"] = {x: next(scores) for x in it["options"]}
+    return out
+
+
+def _score_open(model, tokenizer, items: list[dict], batch_size: int, context: int) -> dict:
+    opened = [
+        (it, choice_sequences(tokenizer, it, context))
+        for it in items
+        if it["answer_kind"] == ab.OPEN
+    ]
+    opened.sort(key=lambda r: (sum(len(s) for s, _ in r[1]), r[0]["type"], r[0]["idx"]))
+    out = {}
+    for chunk in batches(opened, max(1, batch_size // 3)):
+        ppl = sequence_ppl(model, [s for _, seqs in chunk for s in seqs], tokenizer.pad_token_id)
+        for i, (it, _) in enumerate(chunk):
+            out[(it["type"], it["idx"])] = {**_record(it, ""), "choice_ppl": ppl[3 * i : 3 * i + 3]}
+    return out
+
+
+def _record(item: dict, text: str) -> dict[str, Any]:
+    return {
         "type": item["type"],
         "idx": item["idx"],
         "question_format": item["question_format"],
+        "answer_kind": item["answer_kind"],
         "prediction": text,
     }
-    if item["answer_kind"] == ab.MC and logits is not None:
-        rec["letter_logits"] = {x: logits[LETTERS.index(x)] for x in item["options"]}
-    return rec
+
+
+def prediction_rules(
+    preds: list[dict], model, tokenizer, max_new_tokens: dict[str, int] | None, chat_format: str
+) -> dict[str, Any]:
+    """What ``PRED.rules.json`` records about how ``preds`` were produced."""
+
+    def count(test) -> dict[str, int]:
+        return {
+            k: sum(1 for p in preds if p["answer_kind"] == k and test(p)) for k in GENERATED_KINDS
+        }
+
+    return {
+        "chat_format": chat_format,
+        "context": max_length(model, tokenizer),
+        "decoding": "greedy",
+        "max_new_tokens": budgets(max_new_tokens),
+        "n_items": count(lambda p: True),
+        "n_hit_budget": count(lambda p: p.get("hit_budget")),
+        "n_prompt_too_long": count(lambda p: "error" in p),
+        "stop_tokens": tokenizer.convert_ids_to_tokens(stop_token_ids(tokenizer)),
+        "letter_scoring": LETTER_SCORING,
+        "letter_tokens": {
+            x: tokenizer.convert_ids_to_tokens(s) for x, s in letter_sequences(tokenizer).items()
+        },
+    }
+
+
+def rules_path(predictions) -> Path:
+    """``PRED.rules.json`` beside ``PRED.jsonl``."""
+    path = Path(predictions)
+    return path.with_name(path.name.removesuffix(".jsonl") + ".rules.json")
 
 
 def resolve_dtype(name: str) -> torch.dtype:
@@ -203,11 +306,21 @@ def resolve_dtype(name: str) -> torch.dtype:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def load_model(model_dir: str, adapter: str | None = None, dtype: str = "auto"):
-    """Model (full, or base + PEFT adapter) and its tokenizer, ready for batched inference."""
-    from pathlib import Path
+def load_model(
+    model_dir: str,
+    adapter: str | None = None,
+    dtype: str = "auto",
+    chat_format: str | None = None,
+    seed: int = 0,
+):
+    """Model (full, or base + PEFT adapter) and its tokenizer, ready for batched inference.
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    ``chat_format`` (``doit`` or ``native``) renders through ``prepare_tokenizer`` exactly as
+    fine-tuning does, for an untuned base: speaker-token rows it adds are initialised as
+    ``doit.train.model.load_model`` initialises them (``set_seed(seed)`` before loading).
+    Without it the tokenizer's saved chat template is used (a fine-tuned model has one).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
 
     import doit.models  # noqa: F401  (registers the resformer model type)
 
@@ -215,20 +328,25 @@ def load_model(model_dir: str, adapter: str | None = None, dtype: str = "auto"):
         adapter if adapter and (Path(adapter) / "tokenizer_config.json").exists() else model_dir
     )
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
-    if not tokenizer.chat_template:
+    if chat_format:
+        prepare_tokenizer(tokenizer, chat_format=chat_format)
+    elif not tokenizer.chat_template:
         raise ValueError(
-            f"{tok_dir}: tokenizer has no chat_template; evaluation renders only through it "
-            "(recipes/sft.py saves one with every model)"
+            f"{tok_dir}: tokenizer has no chat_template; an untuned base needs "
+            "--chat-format doit|native (the format its fine-tuned cells train with)"
         )
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=resolve_dtype(dtype)).to(device)
+    set_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=resolve_dtype(dtype))
+    if chat_format:
+        prepare_tokenizer(tokenizer, model, chat_format=chat_format)
+    elif len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer))
     if adapter:
         from peft import PeftModel
 
-        if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
-            model.resize_token_embeddings(len(tokenizer))
         model = PeftModel.from_pretrained(model, adapter)
-    model.eval()
+    model = model.to(device).eval()
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -2,7 +2,8 @@
 
 ``generate`` emits the gold answer (or a chosen wrong one) for each prompt it was told
 about; its forward pass gives near-certain next tokens along the sequences it should
-prefer (the gold choice, or a distractor) and uniform logits elsewhere.
+prefer (the gold choice, or a distractor; an mc prompt followed by its gold letter) and
+uniform logits elsewhere.
 """
 
 from types import SimpleNamespace
@@ -10,7 +11,7 @@ from types import SimpleNamespace
 import torch
 
 from doit.data import abilities as ab
-from doit.eval.predict import choice_sequences, encode, letter_token_ids, prompt_text
+from doit.eval.predict import choice_sequences, encode, letter_sequences, prompt_text
 
 
 class OracleLM:
@@ -19,7 +20,7 @@ class OracleLM:
         self.config = SimpleNamespace(max_position_embeddings=512)
         self.vocab = len(tokenizer)
         self.answers, self.preferred = {}, set()
-        self.letters = letter_token_ids(tokenizer)
+        self.letters = letter_sequences(tokenizer)
         for it in items:
             if it["answer_kind"] == ab.OPEN:
                 seq, _ = choice_sequences(tokenizer, it, 512)[prefer_choice]
@@ -29,10 +30,10 @@ class OracleLM:
                     ab.TF: "正确" if it["gold"] == "T" else "错误",
                     ab.MATH: f"所以 \\boxed{{{it['gold']}}}",
                 }.get(it["answer_kind"], it["gold"])
-                self.answers[tuple(encode(tokenizer, prompt_text(tokenizer, it)))] = (
-                    encode(tokenizer, text),
-                    it,
-                )
+                prompt = encode(tokenizer, prompt_text(tokenizer, it))
+                self.answers[tuple(prompt)] = (encode(tokenizer, text), it)
+                if it["answer_kind"] == ab.MC:  # letters of several tokens are scored forward
+                    self.preferred.add(tuple(prompt + self.letters[it["gold"]]))
 
     def eval(self):
         return self
@@ -46,7 +47,7 @@ class OracleLM:
             rows.append(new)
             first = torch.zeros(self.vocab)
             if item["answer_kind"] == ab.MC:
-                first[self.letters[item["gold"]]] = 10.0
+                first[self.letters[item["gold"]][0]] = 10.0
             firsts.append(first)
         width = max(len(r) for r in rows)
         new = torch.tensor([r + [pad_token_id] * (width - len(r)) for r in rows])

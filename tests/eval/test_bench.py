@@ -15,7 +15,7 @@ from lm_eval.api.model import LM
 
 from doit.eval import bench
 from doit.eval.cli import main
-from doit.eval.predict import encode, letter_token_ids
+from doit.eval.predict import encode, letter_sequences
 from tests.tiny import byte_bpe_tokenizer, metaspace_tokenizer, tiny_llama
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
@@ -146,8 +146,8 @@ def test_letter_scores_are_the_letters_log_probabilities(make_tokenizer):
     model = tiny_llama(tok).eval()
     lm = HFLM(pretrained=model, tokenizer=tok, batch_size=4, add_bos_token=False)
     letters = bench.letter_tokens(lm)
-    ids = letter_token_ids(tok)  # the token predict.py reads the letter logit of
-    assert {x: c[-1] for x, c in letters["ids"].items()} == {x: ids[x] for x in "ABCD"}
+    seqs = letter_sequences(tok)  # the tokens predict.py scores each letter by
+    assert letters["ids"] == {x: seqs[x] for x in "ABCD"}
     assert letters["next_token"] or make_tokenizer is metaspace_tokenizer
     configs = list(bench.build_configs(["ceval"], DATA, 0)["ceval"].values())
     results = bench.evaluate_tasks(lm, configs, 0, log_samples=True)
@@ -160,7 +160,7 @@ def test_letter_scores_are_the_letters_log_probabilities(make_tokenizer):
         if letters["next_token"]:  # one token per letter: exactly the next-token log-softmax
             with torch.no_grad():
                 logits = model(torch.tensor([context])).logits[0, -1].float()
-            next_token = torch.log_softmax(logits, -1)[[ids[x] for x in "ABCD"]]
+            next_token = torch.log_softmax(logits, -1)[[seqs[x][0] for x in "ABCD"]]
             assert torch.allclose(got, next_token, atol=1e-4)
 
 

@@ -1,17 +1,28 @@
 """predict -> score end to end: an oracle, a memorising micro model, determinism, LoRA."""
 
 import json
+import math
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from doit.data import abilities as ab
 from doit.data.load import load_items
+from doit.eval import predict
 from doit.eval.cli import main
-from doit.eval.predict import predict_items
+from doit.eval.predict import encode, predict_items, prompt_text
 from doit.eval.score import score_predictions
+from doit.train.chat import prepare_tokenizer, speaker_template
 from tests.eval.oracle import OracleLM
-from tests.tiny import FIXTURE, byte_bpe_tokenizer, metaspace_tokenizer, tiny_llama
+from tests.tiny import (
+    FIXTURE,
+    bare_byte_bpe,
+    byte_bpe_tokenizer,
+    fixture_texts,
+    metaspace_tokenizer,
+    tiny_llama,
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +53,13 @@ def test_first_step_logits_are_per_option(items):
     tok.padding_side = "left"
     preds = predict_items(OracleLM(tok, items), tok, items)
     und = next(p for p in preds if p["type"] == "understanding")
-    assert list(und["letter_logits"]) == ["A", "B", "C"] and und["letter_logits"]["B"] == 10.0
+    assert list(und["letter_logits"]) == ["A", "B", "C"]
+    # log-probabilities: logit 10 for B, 0 for every other token of the vocabulary
+    want = -math.log1p((len(tok) - 1) * math.exp(-10.0))
+    assert (
+        und["letter_logits"]["B"] == pytest.approx(want, rel=1e-4)
+        and und["letter_logits"]["A"] < want
+    )
     assert all("letter_logits" not in p for p in preds if p["type"] in ("math", "ethics"))
 
 
@@ -181,3 +198,265 @@ def test_lora_adapter_evaluates(memorised, tmp_path):
     without = [json.loads(x) for x in (tmp_path / "base.jsonl").read_text().splitlines()]
     assert [p["idx"] for p in with_adapter] == [p["idx"] for p in without]
     assert with_adapter != without  # the (random, non-zero) adapter changed the outputs
+
+
+# --- a scripted model: records what predict asks of it ----------------------------------------
+class ScriptedLM:
+    """``generate`` emits ``script`` (token ids) after every prompt and stops, as transformers
+    does, right after the first token in ``eos_token_id`` (pad after it); it records each
+    call's unpadded prompts and ``max_new_tokens``. Forward logits are uniform."""
+
+    def __init__(self, tokenizer, script: list[int], context: int = 4096):
+        self.tok, self.script, self.device = tokenizer, script, torch.device("cpu")
+        self.config = SimpleNamespace(max_position_embeddings=context)
+        self.calls = []
+
+    def eval(self):
+        return self
+
+    def generate(self, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, **_):
+        prompts = [
+            [t for t, m in zip(ids, mask) if m]
+            for ids, mask in zip(input_ids.tolist(), attention_mask.tolist())
+        ]
+        self.calls.append((prompts, max_new_tokens))
+        rows = []
+        for _ in prompts:
+            new = []
+            while len(new) < max_new_tokens:
+                new.append(self.script[len(new) % len(self.script)])
+                if new[-1] in eos_token_id:
+                    break
+            rows.append(new)
+        steps = max(len(r) for r in rows)
+        new = torch.tensor([r + [pad_token_id] * (steps - len(r)) for r in rows])
+        first = torch.zeros(len(prompts), len(self.tok))
+        return SimpleNamespace(sequences=torch.cat([input_ids, new], 1), logits=(first,))
+
+    def __call__(self, input_ids, attention_mask):
+        return SimpleNamespace(logits=torch.zeros(*input_ids.shape, len(self.tok)))
+
+
+def _generated(items):
+    return [it for it in items if it["answer_kind"] != ab.OPEN]
+
+
+# --- item 4: the study's budget, clamped to the context, the prompt never cut -------------------
+def test_every_generated_kind_defaults_to_the_studys_1024_new_tokens(items):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side, tok.model_max_length = "left", 4096
+    lm = ScriptedLM(tok, encode(tok, "好") + [tok.eos_token_id])
+    predict_items(lm, tok, _generated(items), batch_size=4)
+    assert {budget for _, budget in lm.calls} == {1024}
+    assert predict.budgets({"math": 64}) == {
+        **{k: 1024 for k in predict.GENERATED_KINDS},
+        "math": 64,
+    }
+
+
+def test_budget_is_clamped_to_the_context_and_the_prompt_is_never_cut(items):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side = "left"
+    context = 200  # every fixture prompt fits (longest 178), none with 1024 new tokens
+    lm = ScriptedLM(tok, encode(tok, "好"), context)  # never stops: runs to the cap
+    preds = predict_items(lm, tok, _generated(items), batch_size=4)
+    full = {tuple(encode(tok, prompt_text(tok, it))) for it in _generated(items)}
+    seen = [(tuple(p), n) for prompts, n in lm.calls for p in prompts]
+    assert {p for p, _ in seen} == full  # every prompt whole
+    assert all(len(p) + n == context for p, n in seen)  # the budget fills the context exactly
+    assert all(p["hit_budget"] and "error" not in p for p in preds)
+    by_key = {(p["type"], p["idx"]): p for p in preds}
+    for it in _generated(items):
+        want = context - len(encode(tok, prompt_text(tok, it)))
+        assert by_key[(it["type"], it["idx"])]["max_new_tokens"] == want
+
+
+def test_a_prompt_longer_than_the_context_is_a_counted_item_error(items):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side = "left"
+    lm = ScriptedLM(tok, encode(tok, "好") + [tok.eos_token_id], context=120)
+    preds = predict_items(lm, tok, _generated(items))
+    too_long = {
+        (it["type"], it["idx"])
+        for it in _generated(items)
+        if len(encode(tok, prompt_text(tok, it))) >= 120
+    }
+    assert len(too_long) == 3  # the three 5-shot C-Eval questions
+    errors = {(p["type"], p["idx"]): p for p in preds if "error" in p}
+    assert set(errors) == too_long
+    assert all(p["prediction"] == "" and "120" in p["error"] for p in errors.values())
+    rules = predict.prediction_rules(preds, lm, tok, {}, "doit")
+    assert rules["n_prompt_too_long"]["mc"] == sum(rules["n_prompt_too_long"].values()) == 3
+    assert rules["context"] == 120
+
+
+def test_rules_record_each_kinds_budget_and_how_many_items_hit_it(items):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side = "left"
+    gen = _generated(items)
+    lm = ScriptedLM(tok, encode(tok, "所以答案是") + [tok.eos_token_id])
+    n_script = len(encode(tok, "所以答案是"))
+    budgets = {"math": n_script, "multiselect": n_script + 1}  # math hits it, ethics does not
+    preds = predict_items(lm, tok, gen, max_new_tokens=budgets)
+    rules = predict.prediction_rules(preds, lm, tok, budgets, "doit")
+    assert rules["max_new_tokens"] == predict.budgets(budgets)
+    n_math = sum(it["answer_kind"] == ab.MATH for it in gen)
+    assert n_math and rules["n_hit_budget"]["math"] == n_math
+    assert rules["n_hit_budget"]["multiselect"] == 0 and rules["n_hit_budget"]["mc"] == 0
+    hits = [p for p in preds if p["hit_budget"]]
+    assert {p["type"] for p in hits} == {"math"}
+    assert all(p["prediction"] == "所以答案是" for p in hits)
+
+
+def test_bad_budgets_are_refused():
+    with pytest.raises(ValueError, match="open"):
+        predict.budgets({"open": 10})
+    with pytest.raises(ValueError, match="math.*0"):
+        predict.budgets({"math": 0})
+
+
+# --- item 10: stop at the template's end of turn ------------------------------------------------
+QWEN_STYLE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def qwen_style_tokenizer():
+    tok = bare_byte_bpe(fixture_texts())
+    tok.add_special_tokens(
+        {"eos_token": "<|endoftext|>", "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]}
+    )
+    tok.chat_template = QWEN_STYLE
+    tok.padding_side = "left"
+    return tok
+
+
+def test_native_template_stops_at_its_end_of_turn_token(items):
+    tok = qwen_style_tokenizer()
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    script = encode(tok, "正确") + [im_end] + encode(tok, "错误") + [tok.eos_token_id]
+    history = [it for it in items if it["answer_kind"] == ab.TF]
+    preds = predict_items(ScriptedLM(tok, script), tok, history)
+    assert [p["prediction"] for p in preds] == ["正确"] * len(history)
+    assert im_end in predict.stop_token_ids(tok) and predict.chat_format_of(tok) == "native"
+
+
+def test_doit_template_stops_at_eot_and_at_either_speaker_token(items):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side = "left"
+    history = [it for it in items if it["answer_kind"] == ab.TF]
+    for speaker in ("<user>", "<assistant>", "<eot>"):
+        script = encode(tok, "正确") + [tok.convert_tokens_to_ids(speaker)] + encode(tok, "错误")
+        preds = predict_items(ScriptedLM(tok, script), tok, history)
+        assert [p["prediction"] for p in preds] == ["正确"] * len(history), speaker
+
+
+# --- item 12: a letter is scored by its whole token sequence ------------------------------------
+def continuation_logprob(model, context: list[int], continuation: list[int]) -> float:
+    with torch.no_grad():
+        logits = model(torch.tensor([context + continuation])).logits[0].float()
+    logprobs = torch.log_softmax(logits[len(context) - 1 : -1], -1)
+    return float(sum(logprobs[i, t] for i, t in enumerate(continuation)))
+
+
+@pytest.mark.parametrize("make_tokenizer", [byte_bpe_tokenizer, metaspace_tokenizer])
+def test_letter_scores_are_summed_log_probabilities_of_the_letters_tokens(items, make_tokenizer):
+    tok = make_tokenizer()
+    tok.padding_side = "left"
+    marker = tok.apply_chat_template(
+        [{"role": "user", "content": "?"}], tokenize=False, add_generation_prompt=True
+    )
+    seqs = {x: encode(tok, marker + x)[len(encode(tok, marker)) :] for x in "ABCD"}
+    if make_tokenizer is metaspace_tokenizer:  # "D" is a space marker, then the letter
+        assert tok.convert_ids_to_tokens(seqs["D"]) == ["▁", "D"]
+    else:
+        assert all(len(s) == 1 for s in seqs.values())
+    model = tiny_llama(tok).eval()
+    mc = [it for it in items if it["answer_kind"] == ab.MC]
+    preds = predict_items(model, tok, mc, batch_size=3, max_new_tokens={"mc": 1})
+    for it, pred in zip(sorted(mc, key=lambda i: (i["type"], i["idx"])), preds):
+        prompt = encode(tok, prompt_text(tok, it))
+        want = {x: continuation_logprob(model, prompt, seqs[x]) for x in it["options"]}
+        assert pred["letter_logits"] == pytest.approx(want, abs=1e-4), it["type"]
+    rules = predict.prediction_rules(preds, model, tok, {}, "doit")
+    assert "sum" in rules["letter_scoring"]
+    assert rules["letter_tokens"]["D"] == tok.convert_ids_to_tokens(seqs["D"])
+
+
+# --- item 9: --ood adds the C-Eval sets whatever --abilities says -------------------------------
+def _items_predict_loads(monkeypatch, tmp_path, *flags):
+    seen = {}
+
+    def fake_predict(model, tokenizer, items, *args, **kwargs):
+        seen["types"] = sorted({it["ability"] for it in items})
+        return []
+
+    monkeypatch.setattr(predict, "load_model", lambda *a, **k: (None, None))
+    monkeypatch.setattr(predict, "predict_items", fake_predict)
+    monkeypatch.setattr(predict, "chat_format_of", lambda tokenizer: "doit", raising=False)
+    no_hits = {"n_hit_budget": {}, "n_prompt_too_long": {}}
+    monkeypatch.setattr(predict, "prediction_rules", lambda *a, **k: no_hits, raising=False)
+    argv = ["predict", "--model", "m", "--data", str(FIXTURE), "--out", str(tmp_path / "p.jsonl")]
+    assert main([*argv, *flags]) == 0
+    return seen["types"]
+
+
+def test_ood_adds_the_ceval_sets_to_the_named_abilities(monkeypatch, tmp_path):
+    got = _items_predict_loads(monkeypatch, tmp_path, "--abilities", "biology,code", "--ood")
+    assert got == sorted(["biology", "code", *ab.OOD_KEYS])
+    got = _items_predict_loads(monkeypatch, tmp_path, "--abilities", "biology,ceval_physician")
+    assert got == ["biology", "ceval_physician"]
+    assert _items_predict_loads(monkeypatch, tmp_path, "--abilities", "biology") == ["biology"]
+
+
+# --- item 11: an untuned base is rendered as fine-tuning will render it -------------------------
+@pytest.fixture(scope="module")
+def untuned_base(tmp_path_factory):
+    tok = bare_byte_bpe(fixture_texts())  # no chat template, no speaker tokens
+    out = tmp_path_factory.mktemp("untuned")
+    tiny_llama(tok, seed=1).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def test_untuned_base_needs_a_chat_format_and_says_so(untuned_base, tmp_path, capsys):
+    argv = ["predict", "--model", str(untuned_base), "--data", str(FIXTURE)]
+    argv += ["--abilities", "biology", "--out", str(tmp_path / "p.jsonl")]
+    assert main(argv) == 2
+    assert "--chat-format" in capsys.readouterr().err
+    assert main([*argv, "--chat-format", "doit", "--max-new-tokens", "mc=2"]) == 0
+    rules = json.loads((tmp_path / "p.rules.json").read_text())
+    assert rules["chat_format"] == "doit" and rules["max_new_tokens"]["mc"] == 2
+    preds = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert len(preds) == 2 and all(set(p["letter_logits"]) == {"A", "B", "C", "D"} for p in preds)
+
+
+def test_untuned_base_gets_the_speaker_rows_fine_tuning_gives_it(untuned_base):
+    from transformers import AutoTokenizer
+    from trl import ModelConfig
+
+    from doit.train import model as train_model
+
+    model, tok = predict.load_model(str(untuned_base), chat_format="doit", seed=0)
+    args = SimpleNamespace(
+        model=ModelConfig(model_name_or_path=str(untuned_base), dtype="float32"),
+        training=SimpleNamespace(
+            seed=0, trust_remote_code=False, model_init_kwargs=None, local_process_index=0
+        ),
+        run=SimpleNamespace(chat_format="doit"),
+        launch={},
+    )
+    train_tok = AutoTokenizer.from_pretrained(untuned_base)
+    prepare_tokenizer(train_tok)
+    trained = train_model.load_model(args, train_tok)
+    assert train_tok.get_vocab() == tok.get_vocab() and tok.chat_template == speaker_template()
+    rows = sorted(tok.convert_tokens_to_ids(["<user>", "<assistant>", "<eot>"]))
+    assert rows[0] >= len(AutoTokenizer.from_pretrained(untuned_base))  # rows were added
+    for get in ("get_input_embeddings", "get_output_embeddings"):
+        want, got = getattr(trained, get)().weight, getattr(model, get)().weight
+        assert torch.equal(want[rows], got[rows]), get
+    other, _ = predict.load_model(str(untuned_base), chat_format="doit", seed=1)
+    assert not torch.equal(other.get_input_embeddings().weight[rows], got[rows])
