@@ -305,7 +305,9 @@ def validate_run(r: DoitTrainArguments) -> None:
 def validate_training(a: RecipeArgs) -> None:
     t, m = a.training, a.model
     if not m.model_name_or_path:
-        raise ConfigError("model_name_or_path", "required: a local model directory (or hub id)")
+        raise ConfigError(
+            "model_name_or_path", "required: the base's local directory (doit never downloads)"
+        )
     if a.script.dataset_name:
         raise ConfigError("dataset_name", "unsupported: data comes from doit_dir/mix/subset_dir")
     if a.run.schedule == "epochs" and t.max_steps > 0:

@@ -78,13 +78,18 @@ def train_items(d) -> list[dict]:
         excluded = set(ab.parse_keys(list(d.exclude_abilities or [])))
         keys = [k for k in ab.ABILITY_KEYS if k not in excluded]
         pool = load_items(d.doit_dir, str(d.pool))
-        items += per_ability_cells(pool, [d.per_ability], d.sample_seed, keys)[d.per_ability]
+        try:
+            items += per_ability_cells(pool, [d.per_ability], d.sample_seed, keys)[d.per_ability]
+        except ValueError as e:  # more items than a pool holds
+            raise ConfigError("per_ability", str(e)) from None
     if d.synthetic:
         from doit.data.sampling import take
 
         pool = load_items(d.doit_dir, ab.SYNTHETIC)
         if d.synthetic > len(pool):
-            raise ValueError(f"synthetic: {d.synthetic} exceeds the synthetic pool of {len(pool)}")
+            raise ConfigError(
+                "synthetic", f"{d.synthetic} exceeds the synthetic pool of {len(pool)} items"
+            )
         items += take(pool, d.synthetic, d.sample_seed, "subset")
     return items
 

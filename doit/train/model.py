@@ -13,16 +13,35 @@ ResFormer architecture with the Auto classes, so ResFormer bases load like any o
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from doit.train.chat import SPEAKER_TOKENS, prepare_tokenizer
 
 log = logging.getLogger("doit.train")
 
 
+def check_local_base(path: str) -> None:
+    """Raise ConfigError unless ``path`` is a model directory here: doit never downloads (a
+    missing path would otherwise be tried as a hub id and fail with a traceback)."""
+    from doit.train.args import ConfigError
+
+    where = Path(path)
+    if not where.is_dir():
+        raise ConfigError(
+            "model_name_or_path",
+            f"{path}: the directory does not exist (doit never downloads a model: give the "
+            "base's local directory)",
+        )
+    if not (where / "config.json").is_file():
+        raise ConfigError("model_name_or_path", f"{path}: no config.json (not a model directory)")
+
+
 def load_tokenizer(args):
+    """The base's tokenizer, prepared for ``args.run.chat_format`` (first reads the base dir)."""
     from transformers import AutoTokenizer
 
     m = args.model
+    check_local_base(m.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(
         m.model_name_or_path,
         revision=m.model_revision,

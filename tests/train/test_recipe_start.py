@@ -1,0 +1,114 @@
+"""How the recipes start: inputs that cannot work end in one ``error: key: ...`` line and exit 2
+before any model is loaded, and a start prints nothing from bitsandbytes.
+
+bitsandbytes (imported by peft and transformers' `Trainer` when it is installed) logs "Failed to
+load CPU gemm_4bit_forward from kernels-community" on CPUs with AVX512-BF16 when the optional
+`kernels` package is absent. So that the check holds on any CPU, every start here runs through
+`RUNNER`, which makes bitsandbytes see such a CPU and reports whether its CPU ops were imported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.train.conftest import MICRO, env_for
+from tests.train.tiny import FIXTURE, REPO
+
+pytestmark = pytest.mark.slow
+HINT = "gemm_4bit_forward"
+CPU_OPS = "bitsandbytes.backends.cpu.ops"
+RUNNER = f"""
+import atexit, importlib.abc, importlib.machinery, runpy, sys
+
+class AVX512BF16(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "bitsandbytes.functional":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.has_avx512bf16 = lambda: True
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, AVX512BF16())
+atexit.register(lambda: print("{CPU_OPS} imported:", "{CPU_OPS}" in sys.modules, file=sys.stderr))
+recipe = sys.argv.pop(1)
+runpy.run_path(recipe, run_name="__main__")
+"""
+
+
+def start(recipe: str, argv: list[str], tmp_path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-c", RUNNER, str(REPO / "recipes" / recipe), *argv]
+    env = env_for(tmp_path / "cache")
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def sft_argv(model: str, out, **keys) -> list[str]:
+    keys = {"doit_dir": FIXTURE, "per_ability": 1, **keys}
+    argv = ["--config", str(MICRO), "--model_name_or_path", model, "--output_dir", str(out)]
+    return argv + [x for k, v in keys.items() for x in (f"--{k}", str(v))]
+
+
+def error_line(proc: subprocess.CompletedProcess) -> str:
+    """The one ``error:`` line of a refused start (no traceback, no bitsandbytes hint)."""
+    assert proc.returncode == 2, proc.stderr[-4000:]
+    assert "Traceback" not in proc.stderr and HINT not in proc.stderr, proc.stderr[-4000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr[-4000:]
+    return errors[0]
+
+
+def test_a_missing_model_directory_is_one_error_line(tmp_path):
+    out = tmp_path / "run"
+    proc = start("sft.py", sft_argv("/nonexistent", out), tmp_path)
+    line = error_line(proc)
+    assert line.startswith("error: model_name_or_path: /nonexistent")
+    assert "does not exist" in line and "never downloads" in line
+    assert not (out / "run_info.json").exists()
+
+
+@pytest.mark.parametrize(
+    "keys, expected",
+    [
+        ({"per_ability": 5000}, "error: per_ability: n=5000 exceeds the 'biology' pool of 2"),
+        ({"synthetic": 999}, "error: synthetic: 999 exceeds"),
+    ],
+    ids=["per_ability", "synthetic"],
+)
+def test_a_draw_beyond_the_pool_is_one_error_line_before_the_model_loads(
+    keys, expected, base, tmp_path
+):
+    out = tmp_path / "run"
+    proc = start("sft.py", sft_argv(str(base), out, **keys), tmp_path)
+    assert error_line(proc).startswith(expected)
+    assert "embedding rows" not in proc.stderr  # doit.train.model.load_model never ran
+    assert not (out / "run_info.json").exists()
+
+
+@pytest.mark.parametrize(
+    "recipe, argv",
+    [
+        ("sft.py", ["--per_ability", "5000"]),
+        ("pretrain.py", ["--config", "recipes/configs/pretrain/vanilla_xs.yaml"]),
+    ],
+    ids=["sft", "pretrain"],
+)
+def test_a_start_prints_no_bitsandbytes_kernel_hint(recipe, argv, base, tmp_path):
+    """The starts import bitsandbytes' CPU ops (which log the hint on such a CPU), yet print
+    nothing of it; the train_file below does not exist, so pretraining stops at its error."""
+    pytest.importorskip("bitsandbytes", reason="the hint comes from bitsandbytes, not installed")
+    if recipe == "sft.py":
+        argv = sft_argv(str(base), tmp_path / "run", per_ability=5000)
+    else:
+        argv = [*argv, "--train_file", str(tmp_path / "absent.txt"), "--output_dir", str(tmp_path)]
+    proc = start(recipe, argv, tmp_path)
+    assert f"{CPU_OPS} imported: True" in proc.stderr, proc.stderr[-4000:]
+    assert HINT not in proc.stderr, proc.stderr[-4000:]
+    error_line(proc)
