@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from doit.data.io import read_jsonl
+from doit.train.rundir import read_metrics
 
 BASE = "vanilla"
 SIZE_ORDER = ("xs", "s", "m", "l")
@@ -48,7 +48,7 @@ def load_runs(ladders: list[Path]) -> pd.DataFrame:
     rows = []
     for ladder in ladders:
         for path in sorted(Path(ladder).glob("*/seed*/metrics.jsonl")):
-            end = [r for _, r in read_jsonl(path) if r.get("kind") == "end"]
+            end = [r for r in read_metrics(path.parent) if r["kind"] == "end"]
             if not end:
                 print(
                     f"warning: {path.parent} is unfinished (no end row); left out", file=sys.stderr

@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from doit.train.rundir import read_metrics
+
 REPO = Path(__file__).resolve().parents[1]
 CHARS = (
     "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可里后小么心多天而能好都然没"
@@ -161,11 +163,10 @@ def run(strategy: str, base: Path, corpus: Path, out: Path, args) -> dict:
         strategy,
     ]
     subprocess.run(cmd, check=True, cwd=REPO, capture_output=not args.verbose)
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    logs = [r for r in rows if "loss" in r]
+    logs = [r for r in read_metrics(out) if r["kind"] == "train"]
     seconds = sum(r["seconds"] for r in logs)
-    tokens = sum(r["tokens"] for r in logs)
-    slots = sum(r["tokens"] / (1 - r["padding_fraction"]) for r in logs)
+    tokens = sum(r["nonpad_tokens"] for r in logs)
+    slots = sum(r["nonpad_tokens"] / (1 - r["padding_fraction"]) for r in logs)
     return {
         "assistant_tok_per_s": sum(r["assistant_tokens"] for r in logs) / seconds,
         "tokens_per_s": tokens / seconds,

@@ -22,38 +22,12 @@ deepspeed --num_gpus 2 recipes/pretrain.py --config recipes/configs/pretrain/van
 ```
 
 Any key of the YAML can be overridden with ``--key value``. A finished run (``DONE`` in
-output_dir) is not redone; an unfinished one starts again from scratch. The library code is
-`doit.train.pretrain`.
+output_dir) is not redone; an unfinished one starts again from scratch. The library call behind it
+is `doit.train.pretrain.run`.
 """
-
-import logging
-import sys
-
-
-def main(argv=None) -> int:
-    from doit.train import launch
-    from doit.train.pretrain import parse_args, pretrain
-
-    logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", level=logging.INFO)
-    launch.exit_on_sigterm()  # the launcher stops the other ranks with SIGTERM: clean up anyway
-    try:
-        args, training_args = parse_args(argv)
-    except (ValueError, launch.LaunchError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    try:
-        end = pretrain(args, training_args)
-    except FileNotFoundError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        launch.cleanup_shm()
-    print(f"{training_args.output_dir}: valid loss {end['valid_loss']:.4f}, "
-          f"{end['tokens']} tokens, {end['wall_s']:.0f} s")  # fmt: skip
-    return 0
-
 
 if __name__ == "__main__":
     from doit.train.launch import exit_process
+    from doit.train.pretrain import main
 
     exit_process(main())

@@ -92,7 +92,7 @@ def cmd_score(a) -> int:
 
 
 def cmd_bench(a) -> int:
-    from doit.eval.bench import letter_tokens, make_lm, run_bench
+    from doit.eval.public_bench import letter_tokens, make_lm, run_bench
 
     lm = make_lm(a.model, a.adapter, a.dtype, a.batch_size)
     run = {"model": a.model, "adapter": a.adapter, "letter_tokens": letter_tokens(lm)}
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_bench(sub) -> None:
-    from doit.eval.bench import benchmark_list, shot_list
+    from doit.eval.public_bench import benchmark_list, shot_list
 
     be = sub.add_parser("bench", help="CMMLU / AGIEval / C-Eval via lm-eval; write BENCH.json")
     be.add_argument(

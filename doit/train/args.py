@@ -114,18 +114,6 @@ class DoitTrainArguments:
 
 
 @dataclass
-class _Launch:
-    """The training keys the first pass needs (a subset of SFTConfig's, same names)."""
-
-    deepspeed: str | None = None
-    per_device_train_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
-    accelerator_config: str | None = None
-    dataset_kwargs: str | None = None
-    output_dir: str | None = None
-
-
-@dataclass
 class RecipeArgs:
     script: Any  # trl.ScriptArguments
     training: Any  # trl.SFTConfig
@@ -164,12 +152,14 @@ def parse_args(argv: list[str] | None = None) -> RecipeArgs:
     argv = list(argv if argv is not None else sys.argv[1:])
     if "-h" in argv or "--help" in argv:
         make_parser().parse_args_and_config(argv)  # prints every key's help and exits
-    first = TrlParser((DoitDataArguments, DoitTrainArguments, _Launch), allow_abbrev=False)
+    first = TrlParser(
+        (DoitDataArguments, DoitTrainArguments, launch.LaunchKeys), allow_abbrev=False
+    )
     data, run, peek, _ = _parse(first, argv, remaining=True)
     validate_data(data)
     validate_run(run)
     info = launch.describe(peek.deepspeed)
-    info["overrides"] = derived_overrides(run, peek, info)
+    info["overrides"] = derived_overrides(run, peek, info) + launch.cpu_overrides(info, peek)
     launch.prepare(info)
     script, training, model, data, run = _parse(make_parser(), argv + info["overrides"])
     args = RecipeArgs(script, training, model, data, run, launch=info, argv=argv)
@@ -187,7 +177,7 @@ def _parse(parser, argv: list[str], remaining: bool = False):
         raise ConfigError("config", str(e)) from None
 
 
-def derived_overrides(run: DoitTrainArguments, peek: _Launch, info: dict) -> list[str]:
+def derived_overrides(run: DoitTrainArguments, peek: launch.LaunchKeys, info: dict) -> list[str]:
     """Flags appended to the command line: values the recipe derives, never guesses silently."""
     if peek.dataset_kwargs:
         raise ConfigError(
@@ -205,25 +195,9 @@ def derived_overrides(run: DoitTrainArguments, peek: _Launch, info: dict) -> lis
                 f"{run.global_batch_size} (which gives {ga}); set only one of them",
             )
         out += ["--gradient_accumulation_steps", str(ga)]
-    if not info["accelerator"]:
+    if not info["accelerator"]:  # use_cpu / the DeepSpeed gloo state: launch.cpu_overrides
         out += ["--bf16", "false", "--fp16", "false", "--dtype", "float32"]
-        if peek.deepspeed:
-            accel = _as_dict("accelerator_config", peek.accelerator_config)
-            out += ["--accelerator_config", json.dumps({**accel, "use_configured_state": True})]
-        else:
-            out += ["--use_cpu", "true"]
     return out
-
-
-def _as_dict(key: str, value) -> dict:
-    if value is None:
-        return {}
-    if isinstance(value, dict):
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        raise ConfigError(key, f"expected a mapping or a JSON object, got {value!r}") from None
 
 
 def accumulation_steps(global_batch: int, per_device: int, world_size: int) -> int:

@@ -1,64 +1,27 @@
-"""Trainer callbacks of the SFT recipe: metrics.jsonl, the checkpoint policy, per-epoch progress.
+"""Trainer callbacks of fine-tuning: metrics.jsonl, the checkpoint policy, per-epoch progress.
 
-- `MetricsJsonl` appends every log (training steps and per-epoch evaluation) to
-  ``<output_dir>/metrics.jsonl``, one JSON object a line with ``session`` (0 for the first
-  start, +1 per resume), ``step`` and ``epoch``. On resume, lines past the checkpoint's step
-  (logged by the killed run) are dropped first, so each step appears once.
+Thin writers over `doit.train.rundir`, which owns the run directory and the metrics row schema.
+- `MetricsJsonl` appends every log (training steps and per-epoch evaluation) to metrics.jsonl as
+  a shared-schema row (``kind`` train, valid or summary; ``tokens`` = assistant tokens seen).
 - `CheckpointPolicy` keeps one checkpoint per epoch but the optimiser state only in the newest:
   after each save, older checkpoints lose their optimiser, scheduler, scaler, RNG and DeepSpeed
-  states (what ``save_only_model`` would have written). `doit.train.run.finish` strips the last
+  states (what ``save_only_model`` would have written). `doit.train.sft.finish` strips the last
   one once the run is done.
+- `RecordOptimizerGroups` writes which parameter sits in which weight-decay group into
+  run_info.json.
 - `EpochProgress` replaces transformers' single progress bar by one bar per epoch and prints a
   summary line at the end.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 import sys
 import time
-from pathlib import Path
 
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from doit.data.io import atomic_write_text, dumps_jsonl, read_jsonl
-
-METRICS = "metrics.jsonl"
-STATE_FILES = (
-    "optimizer.pt",
-    "scheduler.pt",
-    "scaler.pt",
-    "latest",
-    "zero_to_fp32.py",
-    "zero_to_torch.py",
-)
-
-
-def checkpoints(output_dir) -> list[Path]:
-    """``checkpoint-<step>`` folders, oldest first."""
-    found = []
-    for p in Path(output_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
-        step = p.name.rsplit("-", 1)[-1]
-        if p.is_dir() and step.isdigit():
-            found.append((int(step), p))
-    return [p for _, p in sorted(found)]
-
-
-def has_training_state(ckpt: Path) -> bool:
-    return (ckpt / "optimizer.pt").is_file() or any(ckpt.glob("global_step*"))
-
-
-def strip_training_state(ckpt: Path) -> None:
-    """Leave model weights, tokenizer and trainer_state.json; drop what only resuming needs."""
-    for name in STATE_FILES:
-        (ckpt / name).unlink(missing_ok=True)
-    for p in ckpt.glob("rng_state*.pth"):
-        p.unlink(missing_ok=True)
-    for p in ckpt.glob("global_step*"):
-        shutil.rmtree(p, ignore_errors=True)
+from doit.train import rundir
 
 
 def install(trainer, steps_per_epoch: int) -> None:
@@ -82,41 +45,45 @@ class RecordOptimizerGroups(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
-            from doit.train.run import update_run_info
-
-            update_run_info(args.output_dir, optimizer_groups=self.trainer.optimizer_groups)
+            rundir.update_run_info(args.output_dir, optimizer_groups=self.trainer.optimizer_groups)
 
 
 class CheckpointPolicy(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
-            for ckpt in checkpoints(args.output_dir)[:-1]:
-                strip_training_state(ckpt)
+            for ckpt in rundir.checkpoints(args.output_dir)[:-1]:
+                rundir.strip_training_state(ckpt)
 
 
 class MetricsJsonl(TrainerCallback):
     def __init__(self, output_dir):
-        self.path = Path(output_dir) / METRICS
+        self.run_dir = output_dir
         self.session = 0
+        self.start = time.perf_counter()
+        self.seen = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if not state.is_world_process_zero or not self.path.is_file():
-            return
-        rows = _read_rows(self.path)  # a killed run may have left a partial last line
-        kept = [r for r in rows if r["step"] <= state.global_step]
-        self.session = 1 + max((r.get("session", 0) for r in rows), default=-1)
-        atomic_write_text(self.path, dumps_jsonl(kept))
+        self.start = time.perf_counter()
+        if state.is_world_process_zero:
+            self.session = rundir.start_metrics(self.run_dir, state.global_step or None)
+        self.seen = next((r["assistant_tokens_seen"] for r in reversed(state.log_history)
+                          if "assistant_tokens_seen" in r), 0.0)  # fmt: skip
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.is_world_process_zero and logs:
-            row = {"session": self.session, "step": state.global_step, "epoch": state.epoch}
-            row.update(name_eval_metrics(logs))
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(row) + "\n")
+        if not (state.is_world_process_zero and logs):
+            return
+        logs = name_eval_metrics(logs)
+        self.seen = logs.get("assistant_tokens_seen", self.seen)
+        kind = "train" if "loss" in logs else "valid" if _is_eval(logs) else "summary"
+        fields = {k: v for k, v in logs.items() if k not in rundir.SHARED_KEYS}
+        row = rundir.metrics_row(kind, state.global_step, logs.get("epoch", state.epoch),
+                                 self.seen, time.perf_counter() - self.start,
+                                 session=self.session, **fields)  # fmt: skip
+        rundir.append_metrics(self.run_dir, row)
 
 
-def _read_rows(path: Path) -> list[dict]:
-    return [row for _, row in read_jsonl(path, on_error="skip")]
+def _is_eval(logs: dict) -> bool:
+    return any(k.startswith("eval_") for k in logs)
 
 
 def name_eval_metrics(logs: dict) -> dict:

@@ -54,8 +54,8 @@ def run_cell(cell: dict, extra: list[str], threads: int | None) -> dict:
     import torch
 
     from doit.train.launch import cleanup_shm
-    from doit.train.pretrain import parse_args, pretrain
-    from doit.train.run import is_done
+    from doit.train.pretrain import parse_args, run
+    from doit.train.rundir import is_done
 
     row = {k: cell[k] for k in ("arch", "size", "seed")}
     if is_done(cell["run_dir"]):
@@ -66,7 +66,7 @@ def run_cell(cell: dict, extra: list[str], threads: int | None) -> dict:
     argv = ["--config", cell["config"], "--output_dir", cell["run_dir"],
             "--seed", str(cell["seed"]), *extra]  # fmt: skip
     try:
-        end = pretrain(*parse_args(argv))
+        end = run(*parse_args(argv)).final
     except Exception as e:  # one failed cell must not stop the ladder; the row says why
         logging.getLogger("doit.train.ladder").exception("cell %s failed", row)
         return {**row, "status": "failed", "error": f"{type(e).__name__}: {e}",
@@ -78,9 +78,9 @@ def run_cell(cell: dict, extra: list[str], threads: int | None) -> dict:
 
 
 def _done_loss(cell: dict) -> float | None:
-    from doit.train.run import DONE
+    from doit.train.rundir import read_done
 
-    return json.loads((Path(cell["run_dir"]) / DONE).read_text(encoding="utf-8")).get("valid_loss")
+    return read_done(cell["run_dir"]).get("valid_loss")
 
 
 def run_ladder(todo: list[dict], out, extra: list[str], jobs: int = 1, threads=None) -> list[dict]:

@@ -15,9 +15,13 @@ one shared-memory buffer per rank in /dev/shm; `cleanup_shm` removes this proces
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,6 +31,67 @@ SHM_PREFIX = "deepspeed_allreduce_buffer"
 
 class LaunchError(RuntimeError):
     pass
+
+
+@dataclass
+class LaunchKeys:
+    """The training keys a recipe's first parsing pass reads (same names as in
+    `TrainingArguments`): they decide the process environment before the second pass builds the
+    real argument dataclasses."""
+
+    deepspeed: str | None = None
+    accelerator_config: str | None = None
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    dataset_kwargs: str | None = None
+    output_dir: str | None = None
+
+
+def cpu_overrides(info: dict, keys: LaunchKeys) -> list[str]:
+    """Flags the second parsing pass appends for the launch ``describe`` found: without an
+    accelerator, ``use_cpu`` or, under DeepSpeed, the gloo state `prepare` built
+    (``use_configured_state``)."""
+    if info["accelerator"]:
+        return []
+    if not keys.deepspeed:
+        return ["--use_cpu", "true"]
+    accel = _as_mapping("accelerator_config", keys.accelerator_config)
+    return ["--accelerator_config", json.dumps({**accel, "use_configured_state": True})]
+
+
+def _as_mapping(key: str, value) -> dict:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise LaunchError(f"{key}: expected a mapping or a JSON object, got {value!r}") from None
+
+
+@contextlib.contextmanager
+def scoped_environment() -> Iterator[None]:
+    """Run a body that may set environment variables (accelerate, DeepSpeed do) and put
+    ``os.environ`` back as it was afterwards, so one process can make many runs."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in set(os.environ) - set(saved):
+            del os.environ[key]
+        os.environ.update(saved)
+
+
+def forget_previous_accelerator() -> None:
+    """One process may train several runs (the ladder, the study runner, the tests). accelerate
+    refuses a second Accelerator with a DeepSpeed plugin and would carry gradient-accumulation
+    state over, so drop the previous run's; the process group (`PartialState`, prepared by
+    `prepare`) stays."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(reset_partial_state=False)
+    GradientState._reset_state()
 
 
 def launcher() -> str:

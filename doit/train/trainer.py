@@ -3,7 +3,7 @@
 Nothing about the training loop changes. `DoitOptimizerMixin` supplies the no-decay set (norms,
 biases, ResFormer mixing scalars); `create_optimizer` also records which parameter went to which
 group (for run_info.json). Each training log gains, summed over ranks since the last log:
-``seconds`` (wall time, evaluation and checkpointing excluded), ``tokens`` (non-padding),
+``seconds`` (wall time, evaluation and checkpointing excluded), ``nonpad_tokens``,
 ``assistant_tokens`` (tokens in the loss), ``assistant_tokens_seen`` (running total, kept across
 resumes through the log history), ``tokens_per_second``, ``assistant_tokens_per_second`` and
 ``padding_fraction`` (padding slots over all slots of the batches).
@@ -79,7 +79,7 @@ class DoitSFTTrainer(DoitOptimizerMixin, SFTTrainer):
         self._clock, self._paused = now, 0.0
         return {
             "seconds": seconds,
-            "tokens": real,
+            "nonpad_tokens": real,
             "assistant_tokens": trained,
             "assistant_tokens_seen": self._seen_before() + trained,
             "tokens_per_second": real / seconds,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from doit.train.rundir import read_metrics
 from tests.train.tiny import FIXTURE, REPO, make_base
 
 RECIPE = REPO / "recipes" / "sft.py"
@@ -71,8 +71,8 @@ def run_recipe(launcher: list[str], argv: list[str], cache: Path, timeout=300, c
 
 
 def metrics(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return read_metrics(out)
 
 
 def train_logs(out: Path) -> list[dict]:
-    return [r for r in metrics(out) if "loss" in r]
+    return [r for r in metrics(out) if r["kind"] == "train"]

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from doit.train.callbacks import checkpoints
+from doit.train.rundir import checkpoints
 from doit.train.chat import SPEAKER_TOKENS
 from tests.data.pools import uniform, write_pool
 from tests.train.conftest import PY, RECIPE, env_for, metrics, recipe_args, run_recipe, train_logs
@@ -33,7 +33,7 @@ def test_python_run_dir_done_marker_and_tokenised_cache(base, tmp_path):
     assert [c.name for c in checkpoints(out)] == ["checkpoint-2", "checkpoint-4"]
     for ckpt in checkpoints(out):  # one checkpoint per epoch, weights only once the run is done
         assert (ckpt / "model.safetensors").is_file() and not (ckpt / "optimizer.pt").exists()
-    evals = [r for r in metrics(out) if "eval_math_loss" in r]
+    evals = [r for r in metrics(out) if r["kind"] == "valid" and "eval_math_loss" in r]
     assert [r["epoch"] for r in evals] == [1.0, 2.0]
     logs = train_logs(out)
     assert [r["step"] for r in logs] == [1, 2, 3, 4]

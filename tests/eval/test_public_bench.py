@@ -1,4 +1,4 @@
-"""CMMLU / AGIEval / C-Eval through lm-eval from local files (doit.eval.bench).
+"""CMMLU / AGIEval / C-Eval through lm-eval from local files (doit.eval.public_bench).
 
 Fixtures (tests/fixtures/benchmarks/) are in each benchmark's own file format: 2 subjects per
 benchmark, 3-5 scored items each, 5 dev items (AGIEval: the first 5 single-answer items of a
@@ -13,7 +13,7 @@ import pytest
 import torch
 from lm_eval.api.model import LM
 
-from doit.eval import bench
+from doit.eval import public_bench as bench
 from doit.eval.cli import main
 from doit.eval.predict import encode, letter_sequences
 from tests.tiny import byte_bpe_tokenizer, metaspace_tokenizer, tiny_llama

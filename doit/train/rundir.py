@@ -1,0 +1,234 @@
+"""The run directory of a training run (fine-tuning or pretraining): the one owner of its layout.
+
+```
+<output_dir>/
+  run_info.json        fine-tuning: resolved config, launch, schedule, data provenance, versions,
+                       git commit, model description, optimiser groups; one entry per session
+  metrics.jsonl        one JSON object a line, the row schema below
+  checkpoint-<step>/   fine-tuning: one per epoch; only the newest keeps optimiser state while
+                       training, none once the run is done
+  model.safetensors, config.json, tokenizer files   the final model (LoRA: merged) + tokenizer
+  adapter/             LoRA/QLoRA runs: the adapter itself
+  DONE                 JSON, written last: the run's "end" row. A run with DONE is never redone
+```
+
+metrics.jsonl rows (`metrics_row`) open with the same five keys, then the metric fields:
+``kind`` ("start" | "train" | "valid" | "summary" | "end"), ``step`` (optimiser steps done),
+``epoch`` (float, or None where the trainer has none yet), ``tokens`` (tokens the loss has
+covered so far: fine-tuning's assistant tokens, pretraining's every block token), ``wall_s``
+(seconds since this session started). "train" rows carry ``loss``, ``learning_rate``,
+``grad_norm``; "valid" rows ``loss`` (pretraining) or ``eval_<ability>_loss`` (fine-tuning, one
+per ability); "summary" is the trainer's closing log (``train_runtime``...); "start" and "end"
+carry the run's description (pretraining: arch, size, seed, parameter counts, unigram baseline;
+"end" also the final valid loss and ``total_wall_s``). Fine-tuning rows also carry ``session``
+(0 for the first start, +1 per resume); on resume, rows past the checkpoint's step are dropped.
+
+Older run directories are read as they are (`read_metrics`, `read_done`): fine-tuning rows
+written before the shared schema had no ``kind``, ``tokens`` or ``wall_s`` (the kind is inferred
+from their keys, ``tokens`` from ``assistant_tokens_seen``, and their per-log ``tokens`` count is
+today's ``nonpad_tokens``); pretraining rows had no ``epoch`` and named ``learning_rate`` ``lr``;
+a fine-tuning DONE held only ``finished``, ``global_step`` and ``epoch``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from doit.data.io import atomic_write_text, dumps_jsonl, read_jsonl, write_json
+
+DONE = "DONE"
+RUN_INFO = "run_info.json"
+METRICS = "metrics.jsonl"
+CHECKPOINT_PREFIX = "checkpoint"
+KINDS = ("start", "train", "valid", "summary", "end")
+SHARED_KEYS = ("kind", "step", "epoch", "tokens", "wall_s")
+STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "latest",
+               "zero_to_fp32.py", "zero_to_torch.py")  # fmt: skip
+LIBRARIES = ("torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "datasets",
+             "tokenizers", "bitsandbytes", "doit-scaling")  # fmt: skip
+
+
+@dataclass
+class RunResult:
+    """What a finished run left: its directory, its "end" row (DONE), its epoch checkpoints."""
+
+    run_dir: Path
+    final: dict
+    checkpoints: list[Path] = field(default_factory=list)
+    trained: bool = True  # False: the run was already DONE and was read back
+
+
+# --- metrics.jsonl ---------------------------------------------------------------------------------
+def metrics_row(kind: str, step: int, epoch, tokens, wall_s: float, **fields) -> dict:
+    """A metrics.jsonl row: the five shared keys first, then ``fields``."""
+    if kind not in KINDS:
+        raise ValueError(f"metrics row kind {kind!r}: expected one of {', '.join(KINDS)}")
+    return {"kind": kind, "step": step, "epoch": epoch, "tokens": tokens,
+            "wall_s": round(wall_s, 3), **fields}  # fmt: skip
+
+
+def append_metrics(run_dir, row: dict) -> None:
+    with (Path(run_dir) / METRICS).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def start_metrics(run_dir, resume_step: int | None) -> int:
+    """Prepare metrics.jsonl for a session; returns the session number. A fresh run
+    (``resume_step`` None) starts an empty file; a resumed one keeps the rows up to its
+    checkpoint's step (a killed run may have left later rows, or a cut last line)."""
+    path = Path(run_dir) / METRICS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = read_metrics(run_dir) if path.is_file() else []
+    kept = [] if resume_step is None else [r for r in rows if r["step"] <= resume_step]
+    atomic_write_text(path, dumps_jsonl(kept))
+    return 1 + max((r.get("session", 0) for r in rows), default=-1) if kept else 0
+
+
+def read_metrics(run_dir) -> list[dict]:
+    """Every row of ``run_dir``'s metrics.jsonl in the shared schema (older layouts upgraded);
+    a cut last line (a killed run) is passed over."""
+    path = Path(run_dir) / METRICS
+    return [upgrade_row(r) for _, r in read_jsonl(path, on_error="skip")]
+
+
+def upgrade_row(row: dict) -> dict:
+    """A row of an older layout in the shared schema (rows already in it are returned as is)."""
+    if "kind" in row and "epoch" in row and "tokens" in row and "wall_s" in row:
+        return row
+    kind = row.get("kind") or _legacy_kind(row)
+    rest = {
+        ("learning_rate" if k == "lr" else k): v for k, v in row.items() if k not in SHARED_KEYS
+    }
+    tokens = row.get("tokens") if "kind" in row else row.get("assistant_tokens_seen")
+    return metrics_row(kind, row.get("step", 0), row.get("epoch"), tokens,
+                       row.get("wall_s", 0.0), **rest)  # fmt: skip
+
+
+def _legacy_kind(row: dict) -> str:
+    if "loss" in row:
+        return "train"
+    if any(k.startswith("eval_") for k in row):
+        return "valid"
+    return "summary"
+
+
+# --- DONE ------------------------------------------------------------------------------------------
+def is_done(run_dir) -> bool:
+    return (Path(run_dir) / DONE).is_file()
+
+
+def write_done(run_dir, end_row: dict) -> None:
+    """Mark the run finished: DONE holds its "end" row (with the time it finished)."""
+    write_json(Path(run_dir) / DONE, {**end_row, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def read_done(run_dir) -> dict | None:
+    """The DONE payload (an older fine-tuning DONE gains ``step`` from its ``global_step``)."""
+    path = Path(run_dir) / DONE
+    if not path.is_file():
+        return None
+    done = json.loads(path.read_text(encoding="utf-8"))
+    if "step" not in done and "global_step" in done:
+        done["step"] = done["global_step"]
+    return done
+
+
+# --- checkpoints -----------------------------------------------------------------------------------
+def checkpoints(run_dir) -> list[Path]:
+    """``checkpoint-<step>`` folders, oldest first."""
+    found = []
+    for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}-*"):
+        step = p.name.rsplit("-", 1)[-1]
+        if p.is_dir() and step.isdigit():
+            found.append((int(step), p))
+    return [p for _, p in sorted(found)]
+
+
+def checkpoint_step(ckpt: Path) -> int:
+    return int(Path(ckpt).name.rsplit("-", 1)[-1])
+
+
+def has_training_state(ckpt: Path) -> bool:
+    return (ckpt / "optimizer.pt").is_file() or any(ckpt.glob("global_step*"))
+
+
+def strip_training_state(ckpt: Path) -> None:
+    """Leave model weights, tokenizer and trainer_state.json; drop what only resuming needs."""
+    for name in STATE_FILES:
+        (ckpt / name).unlink(missing_ok=True)
+    for p in ckpt.glob("rng_state*.pth"):
+        p.unlink(missing_ok=True)
+    for p in ckpt.glob("global_step*"):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def strip_all(run_dir) -> None:
+    for ckpt in checkpoints(run_dir):
+        strip_training_state(ckpt)
+
+
+def resume_checkpoint(run_dir, is_main: bool) -> str | None:
+    """The newest checkpoint to resume from, or None for a fresh start. A checkpoint folder
+    without trainer_state.json (killed mid-save) is removed first (by the main process)."""
+    found = checkpoints(run_dir)
+    complete = [c for c in found if (c / "trainer_state.json").is_file()]
+    if is_main:
+        for partial in (c for c in found if c not in complete):
+            shutil.rmtree(partial, ignore_errors=True)
+    resumable = [c for c in complete if has_training_state(c)]
+    return str(resumable[-1]) if resumable else None
+
+
+# --- run_info.json ---------------------------------------------------------------------------------
+def versions() -> dict[str, str | None]:
+    out = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_state() -> dict:
+    repo = Path(__file__).resolve().parents[2]
+
+    def git(*cmd):
+        return subprocess.run(
+            ["git", "-C", str(repo), *cmd], capture_output=True, text=True, timeout=30
+        )
+
+    try:
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.TimeoutExpired):
+        return {"commit": None, "dirty": None}
+    if head.returncode:
+        return {"commit": None, "dirty": None}
+    return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+
+
+def write_run_info(run_dir, info: dict) -> dict:
+    """Write run_info.json from ``info`` (its ``started`` and ``launch`` open a new entry of
+    ``sessions``, the earlier sessions kept), with the library versions and git state."""
+    path = Path(run_dir) / RUN_INFO
+    sessions = read_run_info(run_dir).get("sessions", []) if path.is_file() else []
+    info = {**info, "versions": versions(), "git": git_state()}
+    info["sessions"] = [*sessions, {"started": info["started"], "launch": info.get("launch")}]
+    write_json(path, info)
+    return info
+
+
+def read_run_info(run_dir) -> dict:
+    return json.loads((Path(run_dir) / RUN_INFO).read_text(encoding="utf-8"))
+
+
+def update_run_info(run_dir, **fields) -> None:
+    write_json(Path(run_dir) / RUN_INFO, {**read_run_info(run_dir), **fields})

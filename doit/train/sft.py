@@ -1,0 +1,150 @@
+"""Supervised fine-tuning as a library call: ``run(args) -> RunResult``.
+
+    from doit.train.args import parse_args
+    from doit.train.sft import run
+    result = run(parse_args(["--config", "recipes/configs/sft/micro/full.yaml", ...]))
+
+`main` is the command (`recipes/sft.py` and `doit sft` call it). ``run`` may be called many times in one
+process (the study runner trains many micro cells so): each call resets accelerate's state,
+adds no log handler twice and restores ``os.environ`` on return. The run directory's layout is
+`doit.train.rundir`'s; a finished run (DONE) is read back, never redone.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+from doit.train import rundir
+from doit.train.rundir import RunResult
+
+log = logging.getLogger("doit.train")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command (`recipes/sft.py`, `doit sft`): parse, run; a bad config exits 2."""
+    from doit.train import launch
+    from doit.train.args import ConfigError, parse_args
+
+    launch.exit_on_sigterm()  # so that `finally` below runs when a launcher stops this rank
+    try:
+        run(parse_args(argv))
+        return 0
+    except (ConfigError, launch.LaunchError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        launch.cleanup_shm()
+
+
+def run(args) -> RunResult:
+    """Train one cell described by parsed recipe arguments (`doit.train.args.parse_args`)."""
+    from doit.train import launch
+
+    with launch.scoped_environment():
+        return _run(args)
+
+
+def _run(args) -> RunResult:
+    from doit.train import callbacks, data, launch, model
+    from doit.train.args import resolve_schedule
+    from doit.train.trainer import DoitSFTTrainer
+
+    t = args.training
+    out = Path(t.output_dir)
+    main = t.process_index == 0
+    setup_logging(main)
+    if rundir.is_done(out):
+        log.info("%s is finished (DONE); delete DONE to train again", out)
+        if main:
+            rundir.strip_all(out)  # in case the finished run was killed before it could
+        return RunResult(out, rundir.read_done(out), rundir.checkpoints(out), trained=False)
+    started = time.perf_counter()
+    tokenizer = model.load_tokenizer(args)
+    train_data = data.build(args, tokenizer)
+    schedule = resolve_schedule(args, len(train_data.train))
+    log.info("schedule: %s", schedule)
+    if main:
+        write_run_info(args, schedule, train_data.info)
+    base = model.load_model(args, tokenizer)
+    # The labels already carry the assistant mask (doit.train.data); TRL checks it on raw text only.
+    t.assistant_only_loss = False
+    launch.forget_previous_accelerator()
+    trainer = DoitSFTTrainer(
+        model=base,
+        args=t,
+        train_dataset=train_data.train,
+        eval_dataset=train_data.valid if t.eval_strategy.value != "no" else None,
+        processing_class=tokenizer,
+        peft_config=model.peft_config(args, tokenizer, base),
+    )
+    callbacks.install(trainer, schedule["steps_per_epoch"])
+    if main:
+        rundir.update_run_info(out, model=model.describe(trainer.model, args))
+    resume = rundir.resume_checkpoint(out, is_main=main)
+    if resume:
+        log.info("resuming from %s", resume)
+    trainer.train(resume_from_checkpoint=resume)
+    final = finish(trainer, args, tokenizer, time.perf_counter() - started)
+    trainer.end()
+    return RunResult(out, final, rundir.checkpoints(out))
+
+
+def write_run_info(args, schedule: dict, data_info: dict) -> dict:
+    """run_info.json, written by the main process before the model loads (again on a resume)."""
+    from doit.data.manifest import data_hash
+
+    info = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": args.argv,
+        "launch": args.launch,
+        "schedule": schedule,
+        "data": {**data_info, "source_data_hash": data_hash(data_info["source"])},
+        "config": args.to_dict(),
+    }
+    return rundir.write_run_info(args.training.output_dir, info)
+
+
+def finish(trainer, args, tokenizer, wall_s: float) -> dict:
+    """Save the final model and tokenizer, the "end" row and DONE, then drop the last optimiser
+    state. Returns the "end" row."""
+    from doit.train.model import merge_adapter
+
+    out = Path(args.training.output_dir)
+    peft = args.model.use_peft
+    trainer.save_model(str(out / "adapter") if peft else str(out))  # every rank (ZeRO-3 gathers)
+    state = trainer.state
+    history = [r for r in state.log_history if "loss" in r]
+    valid = {k: v for r in state.log_history for k, v in r.items()
+             if k.startswith("eval_") and k.endswith("_loss") and r.get("step") == state.global_step}  # fmt: skip
+    end = rundir.metrics_row(
+        "end", state.global_step, state.epoch,
+        history[-1].get("assistant_tokens_seen") if history else 0, wall_s,
+        train_loss=history[-1]["loss"] if history else None, **valid,
+    )  # fmt: skip
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(str(out))
+        if peft and args.run.merge_lora:
+            merge_adapter(args, tokenizer, str(out / "adapter"), str(out))
+        rundir.append_metrics(out, end)
+        rundir.write_done(out, end)
+        rundir.strip_all(out)
+    trainer.accelerator.wait_for_everyone()  # no rank leaves while another still writes
+    return end
+
+
+def setup_logging(is_main: bool) -> None:
+    """doit's log lines on stderr, added once however many runs one process makes."""
+    import transformers
+
+    logger = logging.getLogger("doit")
+    if not any(getattr(h, "_doit", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("doit: %(message)s"))
+        handler._doit = True
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO if is_main else logging.WARNING)
+    logger.propagate = False
+    transformers.logging.set_verbosity_warning()

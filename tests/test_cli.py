@@ -1,0 +1,74 @@
+"""The `doit` front door: every command answers --help, bad ones exit 2, and the README's micro
+path (corpus -> tiny pretraining -> sft -> predict -> score) runs through the console script."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from doit.cli import COMMANDS, main
+
+REPO = Path(__file__).resolve().parents[1]
+DOIT = Path(sys.executable).parent / "doit"
+
+
+def test_help_lists_every_command(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {name} " in out for name in COMMANDS)
+
+
+def test_no_command_or_an_unknown_one_exits_2(capsys):
+    assert main([]) == 2
+    assert main(["nope"]) == 2
+    assert "unknown command 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_answers_help(command):
+    proc = subprocess.run(
+        [sys.executable, "-m", "doit", command, "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "usage:" in proc.stdout
+
+
+@pytest.mark.slow
+def test_readme_micro_path_through_the_console_script(tmp_path):
+    """The README's quick path, shortened only in training length."""
+    assert DOIT.is_file(), f"{DOIT} is missing: `pip install -e .` installs the console script"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "DOIT_CACHE": str(tmp_path / "cache")}
+
+    def doit(*args):
+        proc = subprocess.run(
+            [str(DOIT), *map(str, args)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode == 0, f"doit {' '.join(map(str, args))}\n{proc.stderr[-4000:]}"
+        return proc
+
+    micro, base, sft = tmp_path / "micro", tmp_path / "base", tmp_path / "sft"
+    doit("data", "micro", "--out", micro)
+    doit("pretrain", "--config", REPO / "recipes/configs/pretrain/vanilla_xs.yaml",
+         "--micro_dir", micro, "--output_dir", base, "--max_steps", 20, "--eval_steps", 20)  # fmt: skip
+    doit("sft", "--config", REPO / "recipes/configs/sft/micro/full.yaml",
+         "--model_name_or_path", base, "--doit_dir", micro, "--per_ability", 4,
+         "--num_train_epochs", 1, "--output_dir", sft)  # fmt: skip
+    preds, scores = tmp_path / "pred.jsonl", tmp_path / "scores.json"
+    doit("eval", "predict", "--model", sft, "--data", micro, "--split", "test",
+         "--abilities", "biology,math", "--max-new-tokens", "mc=4,math=16", "--out", preds)  # fmt: skip
+    doit("eval", "score", preds, "--data", micro, "--split", "test", "--out", scores)
+    result = json.loads(scores.read_text())
+    assert set(result["abilities"]) == {"biology", "math"}
+    assert all(0 <= a["score"] <= 100 for a in result["abilities"].values())
