@@ -24,7 +24,6 @@ several open-ended items are scored in one forward pass.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,9 +120,9 @@ def max_length(model, tokenizer) -> int:
 @torch.inference_mode()
 def generate_batch(
     model, tokenizer, prompts: list[list[int]], max_new: int
-) -> list[tuple[str, bool, torch.Tensor]]:
-    """(greedy output, ran to ``max_new`` without a stop token, first-step log-probabilities)
-    for a batch of prompt token ids (left-padded)."""
+) -> list[tuple[list[int], bool, torch.Tensor]]:
+    """(new token ids before the first stop token, whether a stop token came, first-step
+    log-probabilities) of each prompt of a batch (left-padded), greedy, ``max_new`` at most."""
     width = max(len(p) for p in prompts)
     pad, stops = tokenizer.pad_token_id, stop_token_ids(tokenizer)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
@@ -144,10 +143,27 @@ def generate_batch(
     for row in range(len(prompts)):
         new = out.sequences[row, width:].tolist()
         cut = next((i for i, t in enumerate(new) if t in stops), None)
-        hit = cut is None and len(new) >= max_new
-        text = tokenizer.decode(new[: len(new) if cut is None else cut], skip_special_tokens=True)
-        results.append((text, hit, first[row]))
+        results.append((new if cut is None else new[:cut], cut is not None, first[row]))
     return results
+
+
+def generate_within(
+    model, tokenizer, prompts: list[list[int]], budgets: list[int]
+) -> list[tuple[list[int], bool, torch.Tensor]]:
+    """``generate_batch`` for rows with budgets of their own: the batch runs to the smallest
+    budget left, then the rows with room left go on from where they stopped (greedy decoding
+    continues as if uninterrupted), so each row gets exactly its budget whatever the batch."""
+    new, stopped, first = [[] for _ in prompts], [False] * len(prompts), [None] * len(prompts)
+    active = list(range(len(prompts)))
+    while active:
+        step = min(budgets[i] - len(new[i]) for i in active)
+        rows = generate_batch(model, tokenizer, [prompts[i] + new[i] for i in active], step)
+        for i, (ids, stop, logprobs) in zip(active, rows):
+            new[i] += ids
+            stopped[i] = stop or not ids  # no token and no stop: nothing more will come
+            first[i] = logprobs if first[i] is None else first[i]
+        active = [i for i in active if not stopped[i] and len(new[i]) < budgets[i]]
+    return list(zip(new, stopped, first))
 
 
 @torch.inference_mode()
@@ -212,27 +228,32 @@ def predict_items(
             }
             continue
         rows.append((it, prompt, min(limits[it["answer_kind"]], room)))
-    preds.update(_generate(model, tokenizer, rows, batch_size))
+    preds.update(_generate(model, tokenizer, rows, batch_size, limits))
     preds.update(_score_open(model, tokenizer, items, batch_size, context))
     return [preds[k] for k in sorted(preds)]
 
 
-def _generate(model, tokenizer, rows: list[tuple], batch_size: int) -> dict:
-    """Records of the generated items: rows sharing a budget batch together, shortest first."""
+def _generate(model, tokenizer, rows: list[tuple], batch_size: int, limits: dict) -> dict:
+    """Records of the generated items, batched by kind budget (``limits``), then prompt length."""
     letters = letter_sequences(tokenizer)
     one_token = all(len(s) == 1 for s in letters.values())
     out, mc_rows = {}, []
-    rows = sorted(rows, key=lambda r: (r[2], len(r[1]), r[0]["type"], r[0]["idx"]))
-    for budget, group in itertools.groupby(rows, key=lambda r: r[2]):
-        for chunk in batches(list(group), batch_size):
-            results = generate_batch(model, tokenizer, [p for _, p, _ in chunk], budget)
-            for (it, prompt, _), (text, hit, first) in zip(chunk, results):
-                rec = {**_record(it, text), "max_new_tokens": budget, "hit_budget": hit}
-                if it["answer_kind"] == ab.MC and one_token:
-                    rec["letter_logits"] = {x: float(first[letters[x][0]]) for x in it["options"]}
-                elif it["answer_kind"] == ab.MC:
-                    mc_rows.append((it, prompt))
-                out[(it["type"], it["idx"])] = rec
+    rows = sorted(
+        rows, key=lambda r: (limits[r[0]["answer_kind"]], len(r[1]), r[0]["type"], r[0]["idx"])
+    )
+    for chunk in batches(rows, batch_size):
+        results = generate_within(
+            model, tokenizer, [p for _, p, _ in chunk], [n for *_, n in chunk]
+        )
+        for (it, prompt, budget), (new, stopped, first) in zip(chunk, results):
+            text = tokenizer.decode(new, skip_special_tokens=True)
+            hit = not stopped and len(new) >= budget
+            rec = {**_record(it, text), "max_new_tokens": budget, "hit_budget": hit}
+            if it["answer_kind"] == ab.MC and one_token:
+                rec["letter_logits"] = {x: float(first[letters[x][0]]) for x in it["options"]}
+            elif it["answer_kind"] == ab.MC:
+                mc_rows.append((it, prompt))
+            out[(it["type"], it["idx"])] = rec
     for chunk in batches(mc_rows, max(1, batch_size // 4)):
         seqs = [(p + letters[x], len(p)) for it, p in chunk for x in it["options"]]
         scores = iter(span_logprobs(model, seqs, tokenizer.pad_token_id))

@@ -202,9 +202,10 @@ def test_lora_adapter_evaluates(memorised, tmp_path):
 
 # --- a scripted model: records what predict asks of it ----------------------------------------
 class ScriptedLM:
-    """``generate`` emits ``script`` (token ids) after every prompt and stops, as transformers
-    does, right after the first token in ``eos_token_id`` (pad after it); it records each
-    call's unpadded prompts and ``max_new_tokens``. Forward logits are uniform."""
+    """``generate`` emits ``script`` (token ids, cyclically; going on where a prompt already
+    ends with part of it) and stops, as transformers does, right after the first token in
+    ``eos_token_id`` (pad after it); it records each call's unpadded prompts and
+    ``max_new_tokens``. Forward logits are uniform."""
 
     def __init__(self, tokenizer, script: list[int], context: int = 4096):
         self.tok, self.script, self.device = tokenizer, script, torch.device("cpu")
@@ -221,10 +222,10 @@ class ScriptedLM:
         ]
         self.calls.append((prompts, max_new_tokens))
         rows = []
-        for _ in prompts:
-            new = []
+        for prompt in prompts:
+            new, done = [], self._emitted(prompt)
             while len(new) < max_new_tokens:
-                new.append(self.script[len(new) % len(self.script)])
+                new.append(self.script[(done + len(new)) % len(self.script)])
                 if new[-1] in eos_token_id:
                     break
             rows.append(new)
@@ -232,6 +233,11 @@ class ScriptedLM:
         new = torch.tensor([r + [pad_token_id] * (steps - len(r)) for r in rows])
         first = torch.zeros(len(prompts), len(self.tok))
         return SimpleNamespace(sequences=torch.cat([input_ids, new], 1), logits=(first,))
+
+    def _emitted(self, prompt: list[int]) -> int:
+        """How much of the script ``prompt`` already ends with (predict continues a row)."""
+        most = min(len(prompt), len(self.script) - 1)
+        return next((k for k in range(most, 0, -1) if prompt[-k:] == self.script[:k]), 0)
 
     def __call__(self, input_ids, attention_mask):
         return SimpleNamespace(logits=torch.zeros(*input_ids.shape, len(self.tok)))
@@ -262,13 +268,26 @@ def test_budget_is_clamped_to_the_context_and_the_prompt_is_never_cut(items):
     preds = predict_items(lm, tok, _generated(items), batch_size=4)
     full = {tuple(encode(tok, prompt_text(tok, it))) for it in _generated(items)}
     seen = [(tuple(p), n) for prompts, n in lm.calls for p in prompts]
-    assert {p for p, _ in seen} == full  # every prompt whole
-    assert all(len(p) + n == context for p, n in seen)  # the budget fills the context exactly
+    assert {p for p, _ in seen if p in full} == full  # every prompt whole
+    assert all(any(p[: len(f)] == f for f in full) for p, _ in seen)  # continuations of them
+    assert all(len(p) + n <= context for p, n in seen)  # never past the context
     assert all(p["hit_budget"] and "error" not in p for p in preds)
     by_key = {(p["type"], p["idx"]): p for p in preds}
     for it in _generated(items):
         want = context - len(encode(tok, prompt_text(tok, it)))
         assert by_key[(it["type"], it["idx"])]["max_new_tokens"] == want
+
+
+def test_rows_of_a_batch_each_get_exactly_their_own_budget(items):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side = "left"
+    model = tiny_llama(tok).eval()  # untrained: never ends its turn
+    prompts = [encode(tok, prompt_text(tok, it)) for it in _generated(items)[:3]]
+    together = predict.generate_within(model, tok, prompts, [5, 9, 3])
+    for prompt, n, (new, stopped, first) in zip(prompts, [5, 9, 3], together):
+        alone, alone_stopped, alone_first = predict.generate_batch(model, tok, [prompt], n)[0]
+        assert new == alone and len(new) == n and not stopped and not alone_stopped
+        assert torch.allclose(first, alone_first, atol=1e-4)
 
 
 def test_a_prompt_longer_than_the_context_is_a_counted_item_error(items):
