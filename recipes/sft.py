@@ -20,16 +20,17 @@ deepspeed --num_gpus 8 recipes/sft.py --config recipes/configs/sft/chinese-llama
     --subset_dir data/subsets/n0256 --output_dir runs/sft/7b-full/n0256
 ```
 
-# LoRA on one GPU, or a micro base on CPU (two ranks, or one process)
+# LoRA on one GPU, or a micro base on CPU (two ranks, or one process); `make ladder` pretrains
+# the micro bases into runs/ladder/<arch>_<size>/seed<k>/ (model and tokenizer)
 ```bash
 python recipes/sft.py --config recipes/configs/sft/chinese-llama-plus-7b/lora.yaml \
     --model_name_or_path /models/chinese-llama-plus-7b --doit_dir /data/doit --per_ability 64 \
     --output_dir runs/sft/7b-lora/n0064
 torchrun --nproc_per_node 2 recipes/sft.py --config recipes/configs/sft/micro/full.yaml \
-    --model_name_or_path data/generated/micro/base --doit_dir data/generated/micro \
+    --model_name_or_path runs/ladder/vanilla_l/seed0 --doit_dir data/generated/micro \
     --per_ability 16 --output_dir runs/sft/micro/n0016
 python recipes/sft.py --config recipes/configs/sft/micro/full.yaml \
-    --model_name_or_path data/generated/micro/base --doit_dir data/generated/micro \
+    --model_name_or_path runs/ladder/vanilla_l/seed0 --doit_dir data/generated/micro \
     --per_ability 16 --output_dir runs/sft/micro/n0016
 ```
 

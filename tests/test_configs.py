@@ -137,3 +137,43 @@ def test_full_configs_are_the_studys_recipe():
         )
         assert c["activation_checkpointing"] and c["bf16"] and not c["fp16"] and not c["use_peft"]
         assert c["assistant_only_loss"] and c["chat_format"] == "doit"
+
+
+# --- the model directories the docs' commands name ----------------------------------------------
+COMMAND_DOCS = [
+    REPO / "README.md",
+    RECIPES / "README.md",
+    RECIPES / "sft.py",
+    RECIPES / "pretrain.py",
+    *sorted((RECIPES / "configs").rglob("*.yaml")),
+]
+MODEL_FLAG = re.compile(r"--model(?:_name_or_path)? +([\w./-]+)")
+OUTPUT_FLAG = re.compile(r"--output_dir +([\w./-]+)")
+
+
+def _created_dirs() -> set[str]:
+    """Directories a documented command writes a model to: every ``--output_dir`` in the docs,
+    the pretraining configs' ``output_dir`` and `make ladder`'s cells (``$(LADDER_DIR)``)."""
+    from doit.train.ladder import ARCHS, CONFIG_DIR, DEFAULT_SIZES, cells
+
+    out = {d for doc in COMMAND_DOCS for d in OUTPUT_FLAG.findall(doc.read_text(encoding="utf-8"))}
+    for config in (RECIPES / "configs" / "pretrain").glob("*.yaml"):
+        out.add(yaml.safe_load(config.read_text())["output_dir"])
+    ladder_dir = re.search(r"^LADDER_DIR \?= (\S+)$", (REPO / "Makefile").read_text(), re.M)[1]
+    with_configs = {"config_dir": REPO / CONFIG_DIR, "out": ladder_dir}
+    out |= {c["run_dir"] for c in cells(ARCHS, DEFAULT_SIZES, [0], **with_configs)}
+    return out
+
+
+def test_every_model_dir_a_documented_command_names_is_one_a_documented_command_creates():
+    """A repo-relative ``--model``/``--model_name_or_path`` in the docs is a folder that some
+    documented command creates (a placeholder such as /models/... or DIR is not checked)."""
+    created = _created_dirs()
+    named = {
+        (doc.relative_to(REPO).as_posix(), path)
+        for doc in COMMAND_DOCS
+        for path in MODEL_FLAG.findall(doc.read_text(encoding="utf-8"))
+        if not path.startswith("/") and "/" in path
+    }
+    assert named  # the docs do show such commands
+    assert sorted(p for p in named if p[1] not in created) == []
