@@ -57,8 +57,9 @@ def cmd_predict(a) -> int:
     print(f"{a.out}: {len(preds)} predictions; rules in {predict.rules_path(a.out)}")
     for kind, n in rules["n_hit_budget"].items():
         if n:
-            print(f"  {kind}: {n} of {rules['n_items'][kind]} outputs hit the budget of "
-                  f"{rules['max_new_tokens'][kind]} new tokens")  # fmt: skip
+            print(f"  {kind}: {n} of {rules['n_items'][kind]} outputs ran to their budget "
+                  f"({rules['max_new_tokens'][kind]} new tokens, or what the context of "
+                  f"{rules['context']} leaves after the prompt)")  # fmt: skip
     for kind, n in rules["n_prompt_too_long"].items():
         if n:
             print(f"  {kind}: {n} prompts longer than the context ({rules['context']}): no output")
