@@ -1,6 +1,7 @@
-"""Training utilities for doit: chat templates (`chat`), optimiser parameter groups (`optim`),
-and the SFT recipe's library (`args`, `launch`, `data`, `model`, `trainer`, `callbacks`, `run`;
-``recipes/sft.py`` is its command)."""
+"""Training for doit: fine-tuning as a library call (`sft.run`, over `args`, `launch`, `data`,
+`model`, `trainer`, `callbacks`), pretraining (`pretrain.run`), the micro ladder (`ladder`), the
+run directory they share (`rundir`), chat templates (`chat`) and optimiser groups (`optim`).
+``recipes/sft.py``, ``recipes/pretrain.py`` and ``doit sft|pretrain|ladder`` are the commands."""
 
 import logging
 
