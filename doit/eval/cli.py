@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from doit.data.io import write_json, write_jsonl
@@ -68,6 +69,7 @@ def cmd_predict(a) -> int:
 
 def cmd_score(a) -> int:
     from doit.data.load import load_items
+    from doit.eval.predict import rules_path
     from doit.eval.score import read_predictions, score_predictions
 
     items = load_items(a.data, a.split)
@@ -78,6 +80,10 @@ def cmd_score(a) -> int:
         a.ties,
         str(a.predictions),
         allow_missing=a.allow_missing,
+    )
+    predict_rules = rules_path(a.predictions)  # budgets, n_hit_budget, stop tokens, letters
+    result["rules"]["predict"] = (
+        json.loads(predict_rules.read_text(encoding="utf-8")) if predict_rules.is_file() else None
     )
     write_json(a.out, result)
     for key, entry in result["abilities"].items():

@@ -31,7 +31,10 @@ from doit.eval.math_equiv import equal_paper, equal_verify
 
 MATH_RULES = ("paper", "verify")
 TIE_RULES = ("correct", "wrong")
-MC_FALLBACK = "first-step logit over the item's own option letters"
+MC_FALLBACK = (
+    "the item's own option letter with the highest summed log-probability of its tokens at the "
+    "first answer position (predict's letter_logits)"
+)
 
 
 def _mc(item, pred) -> dict:

@@ -154,7 +154,21 @@ def test_score_cli_prints_missing_and_allows_it(tmp_path, items, capsys):
     assert main([*args, "--allow-missing"]) == 0
     scores = json.loads((tmp_path / "s.json").read_text())
     assert scores["abilities"]["history"]["score"] == pytest.approx(200 / 3)
-    assert scores["rules"]["missing"] == "wrong"
+    assert scores["rules"]["missing"] == "wrong" and scores["rules"]["predict"] is None
+
+
+def test_scores_carry_the_predict_rules_beside_the_predictions(tmp_path, items):
+    import json
+
+    from doit.eval.predict import rules_path
+
+    p = tmp_path / "pred.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in all_right(items, lambda i: True)))
+    predict_rules = {"max_new_tokens": {"math": 1024}, "n_hit_budget": {"math": 2}}
+    rules_path(p).write_text(json.dumps(predict_rules))
+    out = tmp_path / "s.json"
+    assert main(["score", str(p), "--data", str(FIXTURE), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["rules"]["predict"] == predict_rules
 
 
 def cloze_item(gold: str) -> dict:
