@@ -94,3 +94,13 @@ def tiny_llama(tokenizer, hidden: int = 64, layers: int = 2, seed: int = 0) -> L
         tie_word_embeddings=False,
     )
     return LlamaForCausalLM(cfg)
+
+
+def continuation_logprob(model, context: list[int], continuation: list[int]) -> float:
+    """Summed log-probability of ``continuation`` after ``context``, from one forward pass."""
+    import torch
+
+    with torch.no_grad():
+        logits = model(torch.tensor([context + continuation])).logits[0].float()
+    logprobs = torch.log_softmax(logits[len(context) - 1 : -1], -1)
+    return float(sum(logprobs[i, t] for i, t in enumerate(continuation)))

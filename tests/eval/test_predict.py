@@ -19,6 +19,7 @@ from tests.tiny import (
     FIXTURE,
     bare_byte_bpe,
     byte_bpe_tokenizer,
+    continuation_logprob,
     fixture_texts,
     metaspace_tokenizer,
     tiny_llama,
@@ -374,13 +375,6 @@ def test_doit_template_stops_at_eot_and_at_either_speaker_token(items):
 
 
 # --- item 12: a letter is scored by its whole token sequence ------------------------------------
-def continuation_logprob(model, context: list[int], continuation: list[int]) -> float:
-    with torch.no_grad():
-        logits = model(torch.tensor([context + continuation])).logits[0].float()
-    logprobs = torch.log_softmax(logits[len(context) - 1 : -1], -1)
-    return float(sum(logprobs[i, t] for i, t in enumerate(continuation)))
-
-
 @pytest.mark.parametrize("make_tokenizer", [byte_bpe_tokenizer, metaspace_tokenizer])
 def test_letter_scores_are_summed_log_probabilities_of_the_letters_tokens(items, make_tokenizer):
     tok = make_tokenizer()

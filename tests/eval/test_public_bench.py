@@ -16,7 +16,7 @@ from lm_eval.api.model import LM
 from doit.eval import public_bench as bench
 from doit.eval.cli import main
 from doit.eval.predict import encode, letter_sequences
-from tests.tiny import byte_bpe_tokenizer, metaspace_tokenizer, tiny_llama
+from tests.tiny import byte_bpe_tokenizer, continuation_logprob, metaspace_tokenizer, tiny_llama
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
 # Gold letters of the scored items, read off the fixture files by hand.
@@ -129,13 +129,6 @@ def test_prompts_are_the_study_format_through_the_chat_template():
     assert passage in lm.contexts  # AGIEval: passage line, "(A)" prefixes become "A. "
     assert "<user>以下哪项与“所有的猫都怕水”矛盾？\nA. 有的猫怕水" in "".join(lm.contexts)
     assert not any("(A)" in c or "下列属于民事法律行为的有" in c for c in lm.contexts)
-
-
-def continuation_logprob(model, context: list[int], continuation: list[int]) -> float:
-    with torch.no_grad():
-        logits = model(torch.tensor([context + continuation])).logits[0].float()
-    logprobs = torch.log_softmax(logits[len(context) - 1 : -1], -1)
-    return float(sum(logprobs[i, t] for i, t in enumerate(continuation)))
 
 
 @pytest.mark.parametrize("make_tokenizer", [byte_bpe_tokenizer, metaspace_tokenizer])
