@@ -26,8 +26,8 @@ output_dir) is not redone; an unfinished one starts again from scratch. The libr
 is `doit.train.pretrain.run`.
 """
 
-if __name__ == "__main__":
-    from doit.train.launch import exit_process
-    from doit.train.pretrain import main
+from doit.train.launch import exit_process
+from doit.train.pretrain import main
 
+if __name__ == "__main__":
     exit_process(main())

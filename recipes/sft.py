@@ -39,8 +39,8 @@ its last checkpoint; a finished run (``DONE`` in output_dir) is not redone. Mult
 launches: recipes/README.md. The library call behind it is `doit.train.sft.run`.
 """
 
-if __name__ == "__main__":
-    from doit.train.launch import exit_process
-    from doit.train.sft import main
+from doit.train.launch import exit_process
+from doit.train.sft import main
 
+if __name__ == "__main__":
     exit_process(main())
