@@ -43,9 +43,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script: multi-rank launches end through `doit.train.launch.exit_process`."""
-    code = main()
-    if sys.argv[1:2] in (["sft"], ["pretrain"]):
-        from doit.train.launch import exit_process
+    from doit.train.launch import exit_process
 
-        exit_process(code)
-    sys.exit(code)
+    exit_process(main())

@@ -22,6 +22,7 @@ import time
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 from doit.train import rundir
+from doit.train.trainer import assistant_tokens_seen
 
 
 def install(trainer, steps_per_epoch: int) -> None:
@@ -60,30 +61,24 @@ class MetricsJsonl(TrainerCallback):
         self.run_dir = output_dir
         self.session = 0
         self.start = time.perf_counter()
-        self.seen = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start = time.perf_counter()
         if state.is_world_process_zero:
             self.session = rundir.start_metrics(self.run_dir, state.global_step or None)
-        self.seen = next((r["assistant_tokens_seen"] for r in reversed(state.log_history)
-                          if "assistant_tokens_seen" in r), 0.0)  # fmt: skip
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not (state.is_world_process_zero and logs):
             return
         logs = name_eval_metrics(logs)
-        self.seen = logs.get("assistant_tokens_seen", self.seen)
-        kind = "train" if "loss" in logs else "valid" if _is_eval(logs) else "summary"
+        kind = rundir.log_kind(logs)
         fields = {k: v for k, v in logs.items() if k not in rundir.SHARED_KEYS}
-        row = rundir.metrics_row(kind, state.global_step, logs.get("epoch", state.epoch),
-                                 self.seen, time.perf_counter() - self.start,
-                                 session=self.session, **fields)  # fmt: skip
+        tokens = assistant_tokens_seen(state.log_history)  # the trainer appended this log already
+        epoch, wall_s = logs.get("epoch", state.epoch), time.perf_counter() - self.start
+        row = rundir.metrics_row(
+            kind, state.global_step, epoch, tokens, wall_s, session=self.session, **fields
+        )
         rundir.append_metrics(self.run_dir, row)
-
-
-def _is_eval(logs: dict) -> bool:
-    return any(k.startswith("eval_") for k in logs)
 
 
 def name_eval_metrics(logs: dict) -> dict:

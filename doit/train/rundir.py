@@ -102,19 +102,19 @@ def upgrade_row(row: dict) -> dict:
     """A row of an older layout in the shared schema (rows already in it are returned as is)."""
     if "kind" in row and "epoch" in row and "tokens" in row and "wall_s" in row:
         return row
-    kind = row.get("kind") or _legacy_kind(row)
-    rest = {
-        ("learning_rate" if k == "lr" else k): v for k, v in row.items() if k not in SHARED_KEYS
-    }
+    renamed = {"lr": "learning_rate"} if "kind" in row else {"tokens": "nonpad_tokens"}
+    rest = {renamed.get(k, k): v for k, v in row.items() if k not in SHARED_KEYS or k in renamed}
     tokens = row.get("tokens") if "kind" in row else row.get("assistant_tokens_seen")
-    return metrics_row(kind, row.get("step", 0), row.get("epoch"), tokens,
-                       row.get("wall_s", 0.0), **rest)  # fmt: skip
+    return metrics_row(row.get("kind") or log_kind(row), row.get("step", 0), row.get("epoch"),
+                       tokens, row.get("wall_s", 0.0), **rest)  # fmt: skip
 
 
-def _legacy_kind(row: dict) -> str:
-    if "loss" in row:
+def log_kind(logs: dict) -> str:
+    """The kind of a trainer log: "train" (it has a loss), "valid" (eval_* metrics) or
+    "summary" (the trainer's closing log)."""
+    if "loss" in logs:
         return "train"
-    if any(k.startswith("eval_") for k in row):
+    if any(k.startswith("eval_") for k in logs):
         return "valid"
     return "summary"
 
@@ -149,10 +149,6 @@ def checkpoints(run_dir) -> list[Path]:
         if p.is_dir() and step.isdigit():
             found.append((int(step), p))
     return [p for _, p in sorted(found)]
-
-
-def checkpoint_step(ckpt: Path) -> int:
-    return int(Path(ckpt).name.rsplit("-", 1)[-1])
 
 
 def has_training_state(ckpt: Path) -> bool:

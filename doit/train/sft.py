@@ -4,10 +4,10 @@
     from doit.train.sft import run
     result = run(parse_args(["--config", "recipes/configs/sft/micro/full.yaml", ...]))
 
-`main` is the command (`recipes/sft.py` and `doit sft` call it). ``run`` may be called many times in one
-process (the study runner trains many micro cells so): each call resets accelerate's state,
-adds no log handler twice and restores ``os.environ`` on return. The run directory's layout is
-`doit.train.rundir`'s; a finished run (DONE) is read back, never redone.
+`main` is the command (`recipes/sft.py` and `doit sft` call it). ``run`` may be called many
+times in one process (the study runner trains many micro cells so): each call resets
+accelerate's state, adds no log handler twice and restores ``os.environ`` on return. The run
+directory's layout is `doit.train.rundir`'s; a finished run (DONE) is read back, never redone.
 """
 
 from __future__ import annotations
@@ -111,19 +111,20 @@ def finish(trainer, args, tokenizer, wall_s: float) -> dict:
     """Save the final model and tokenizer, the "end" row and DONE, then drop the last optimiser
     state. Returns the "end" row."""
     from doit.train.model import merge_adapter
+    from doit.train.trainer import assistant_tokens_seen
 
     out = Path(args.training.output_dir)
     peft = args.model.use_peft
     trainer.save_model(str(out / "adapter") if peft else str(out))  # every rank (ZeRO-3 gathers)
     state = trainer.state
-    history = [r for r in state.log_history if "loss" in r]
-    valid = {k: v for r in state.log_history for k, v in r.items()
-             if k.startswith("eval_") and k.endswith("_loss") and r.get("step") == state.global_step}  # fmt: skip
-    end = rundir.metrics_row(
-        "end", state.global_step, state.epoch,
-        history[-1].get("assistant_tokens_seen") if history else 0, wall_s,
-        train_loss=history[-1]["loss"] if history else None, **valid,
-    )  # fmt: skip
+    losses = [r["loss"] for r in state.log_history if "loss" in r]
+    last = [r for r in state.log_history if r.get("step") == state.global_step]
+    valid = {
+        k: v for r in last for k, v in r.items() if k.startswith("eval_") and k.endswith("_loss")
+    }
+    tokens = assistant_tokens_seen(state.log_history)
+    end = rundir.metrics_row("end", state.global_step, state.epoch, tokens, wall_s,
+                             train_loss=losses[-1] if losses else None, **valid)  # fmt: skip
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(out))
         if peft and args.run.merge_lora:

@@ -81,14 +81,16 @@ class DoitSFTTrainer(DoitOptimizerMixin, SFTTrainer):
             "seconds": seconds,
             "nonpad_tokens": real,
             "assistant_tokens": trained,
-            "assistant_tokens_seen": self._seen_before() + trained,
+            "assistant_tokens_seen": assistant_tokens_seen(self.state.log_history) + trained,
             "tokens_per_second": real / seconds,
             "assistant_tokens_per_second": trained / seconds,
             "padding_fraction": 1.0 - real / slots if slots else 0.0,
         }
 
-    def _seen_before(self) -> float:
-        for entry in reversed(self.state.log_history):
-            if "assistant_tokens_seen" in entry:
-                return float(entry["assistant_tokens_seen"])
-        return 0.0
+
+def assistant_tokens_seen(log_history: list[dict]) -> float:
+    """The running total of trained (assistant) tokens in the newest log that has one."""
+    for entry in reversed(log_history):
+        if "assistant_tokens_seen" in entry:
+            return float(entry["assistant_tokens_seen"])
+    return 0.0

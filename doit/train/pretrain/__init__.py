@@ -3,19 +3,19 @@
     from doit.train.pretrain import parse_args, run
     result = run(*parse_args(["--config", "recipes/configs/pretrain/vanilla_xs.yaml", ...]))
 
-`main` is the command (`recipes/pretrain.py` and `doit pretrain` call it). The pieces: `args` (the run's
-arguments and their checks), `corpus` (documents -> packed blocks -> `EpochPermutation`, the
-same block order for every architecture trained with one ``data_seed``, a fresh one each epoch),
-`model` (config, seeded fresh model, parameter counts) and `trainer` (the trainer, its metrics
-writer, the end of a run). The run directory (metrics.jsonl rows "start", "train", "valid",
-"end"; DONE holding the "end" row) is `doit.train.rundir`'s; an unfinished run starts again from
-scratch, a finished one (DONE) is read back, never redone.
+`main` is the command (`recipes/pretrain.py` and `doit pretrain` call it). The pieces: `args`
+(the run's arguments and their checks), `corpus` (documents -> packed blocks ->
+`EpochPermutation`, the same block order for every architecture trained with one ``data_seed``,
+a fresh one each epoch), `model` (config, seeded fresh model, parameter counts) and `trainer`
+(the trainer, its metrics writer, the end of a run). The run directory (metrics.jsonl rows
+"start", "train", "valid", "end"; DONE holding the "end" row) is `doit.train.rundir`'s; an
+unfinished run starts again from scratch, a finished one (DONE) is read back, never redone.
 
 The "start" and "end" rows describe the run: arch, size, seed, data_seed, ``params_total`` and
 ``params_non_embedding``, the unigram baseline (``unigram_entropy`` of the training tokens and
 ``unigram_valid_loss``, the valid tokens' cross-entropy under that add-one smoothed
-distribution: what a model that ignores context would reach), block size, tokens per step;
-"end" adds ``valid_loss``, ``train_loss`` and ``total_wall_s``.
+distribution: what a model that ignores context would reach), block size, tokens per step; "end"
+adds ``valid_loss``, ``train_loss`` and ``total_wall_s``.
 """
 
 from __future__ import annotations

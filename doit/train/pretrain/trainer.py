@@ -131,7 +131,8 @@ def finish(trainer: PretrainTrainer) -> dict:
     out = Path(trainer.args.output_dir)
     trainer.save_model(str(out))  # ZeRO-3: gathered (stage3_gather_16bit_weights_on_model_save)
     train = metrics.last("train") or {}
-    end = metrics.row("end", trainer.state, **metrics.meta, valid_loss=metrics.last("valid")["loss"],
+    valid_loss = metrics.last("valid")["loss"]
+    end = metrics.row("end", trainer.state, **metrics.meta, valid_loss=valid_loss,
                       train_loss=train.get("loss"),
                       total_wall_s=round(time.perf_counter() - trainer.started, 3))  # fmt: skip
     if trainer.is_world_process_zero():
