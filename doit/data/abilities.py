@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Answer kinds: how an item's gold answer is stored and scored.
+OPTION_LETTERS = "ABCDEF"  # the letters a DoIT option can carry (ethics offers up to F)
 MC = "mc"  # one option letter (A-D, or A-C for 3-option items)
 TF = "tf"  # a true/false label, stored as gold "T" or "F"
 CLOZE = "cloze"  # a span of Chinese text
@@ -79,10 +80,16 @@ def get(key: str) -> Ability:
         raise KeyError(f"unknown ability {key!r}; known: {', '.join(_BY_KEY)}") from None
 
 
+def item_type(record_type: str) -> str:
+    """A record's ``type`` as items carry it: hyphens as underscores (``role-play`` ->
+    ``role_play``; C-Eval keeps its ``_fshot``). Predictions are matched to items by it."""
+    return str(record_type).strip().replace("-", "_")
+
+
 def canonical_key(record_type: str) -> str | None:
     """Canonical ability key for a record's `type` (``role-play`` -> ``role_play``,
     ``ceval_physician_fshot`` -> ``ceval_physician``), or None when it is unknown."""
-    key = record_type.strip().lower().replace("-", "_").replace(" ", "_")
+    key = item_type(record_type).lower().replace(" ", "_")
     if key.endswith("_fshot"):
         key = key[: -len("_fshot")]
     return key if key in _BY_KEY else None

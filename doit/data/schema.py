@@ -51,7 +51,7 @@ _OPTION_MARK = re.compile(r"(?:^|(?<=\s))([A-F])\s*[.:、)]", re.M)
 _CHINESE_SPAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LETTER_SET_SEPARATORS = re.compile(r"[\s,，、;；和及与]+")
 DEFAULT_OPTIONS = ("A", "B", "C", "D")
-OPTION_LETTERS = "ABCDEF"
+OPTION_LETTERS = ab.OPTION_LETTERS
 QUESTION = "messages[-2].content"
 
 
@@ -106,7 +106,7 @@ def letter_set(line: str) -> str | None:
     """Sorted distinct letters A-F when ``line`` is only letters and separators ("A、C")."""
     t = unicodedata.normalize("NFKC", line).strip().upper()
     t = _LETTER_SET_SEPARATORS.sub("", t)
-    if not t or any(c not in "ABCDEF" for c in t):
+    if not t or any(c not in OPTION_LETTERS for c in t):
         return None
     return "".join(sorted(set(t)))
 
@@ -383,7 +383,7 @@ def _item(ability, record, messages, idx, qf, derived, path, line) -> dict[str, 
     return {
         "uid": item_uid(ability, messages),
         "ability": ability,
-        "type": rtype.strip().replace("-", "_"),
+        "type": ab.item_type(rtype),
         "idx": idx,
         "question_format": qf,
         "messages": messages,

@@ -36,7 +36,6 @@ from doit.train.chat import prepare_tokenizer, speaker_template
 
 STUDY_MAX_NEW_TOKENS = 1024  # the study's greedy decoding cap, for every generated kind
 GENERATED_KINDS = (ab.MC, ab.TF, ab.MULTISELECT, ab.CLOZE, ab.MATH)
-LETTERS = ("A", "B", "C", "D", "E", "F")
 LETTER_SCORING = (
     "sum of the log-probabilities of the letter's whole token sequence (as the template "
     "renders it right after the assistant marker) at the first answer position"
@@ -77,7 +76,7 @@ def letter_sequences(tokenizer) -> dict[str, list[int]]:
     )
     base = encode(tokenizer, prompt)
     out = {}
-    for letter in LETTERS:
+    for letter in ab.OPTION_LETTERS:
         ids = encode(tokenizer, prompt + letter)
         if ids[: len(base)] != base or len(ids) == len(base):
             raise ValueError(

@@ -141,7 +141,7 @@ def match_predictions(items: list[dict], preds: list[dict], source: str) -> dict
     by_key = {(it["type"], it["idx"]) for it in items}
     found: dict = {}
     for line, pred in enumerate(preds, start=1):
-        key = (str(pred.get("type", "")).replace("-", "_"), pred.get("idx"))
+        key = (ab.item_type(pred.get("type", "")), pred.get("idx"))
         if key not in by_key:
             raise ValueError(f"{source}:{line}: type/idx: {key} matches no item of the data split")
         if key in found:

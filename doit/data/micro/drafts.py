@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from doit.data.abilities import MC, MULTISELECT
+from doit.data.abilities import OPTION_LETTERS as LETTERS
 from doit.data.micro.world import Fact, World
-
-LETTERS = "ABCDEF"
 
 
 @dataclass(frozen=True)
