@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from doit.data import abilities as ab
-from doit.train.chat import prepare_tokenizer, speaker_template
+from doit.train.chat import speaker_template
 
 STUDY_MAX_NEW_TOKENS = 1024  # the study's greedy decoding cap, for every generated kind
 GENERATED_KINDS = (ab.MC, ab.TF, ab.MULTISELECT, ab.CLOZE, ab.MATH)
@@ -333,39 +333,18 @@ def load_model(
     chat_format: str | None = None,
     seed: int = 0,
 ):
-    """Model (full, or base + PEFT adapter) and its tokenizer, ready for batched inference.
+    """Model (full, or base + PEFT adapter) and its tokenizer, ready for batched inference,
+    through doit's one loader (`doit.models.load`).
 
     ``chat_format`` (``doit`` or ``native``) renders through ``prepare_tokenizer`` exactly as
     fine-tuning does, for an untuned base: speaker-token rows it adds are initialised as
-    ``doit.train.model.load_model`` initialises them (``set_seed(seed)`` before loading).
-    Without it the tokenizer's saved chat template is used (a fine-tuned model has one).
+    fine-tuning initialises them (``set_seed(seed)`` before loading). Without it the tokenizer's
+    saved chat template is used (a fine-tuned model has one).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from doit.models import load
 
-    import doit.models  # noqa: F401  (registers the resformer model type)
-
-    tok_dir = (
-        adapter if adapter and (Path(adapter) / "tokenizer_config.json").exists() else model_dir
-    )
-    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
-    if chat_format:
-        prepare_tokenizer(tokenizer, chat_format=chat_format)
-    elif not tokenizer.chat_template:
-        raise ValueError(
-            f"{tok_dir}: tokenizer has no chat_template; an untuned base needs "
-            "--chat-format doit|native (the format its fine-tuned cells train with)"
-        )
+    model, tokenizer = load(model_dir, adapter, chat_format, seed, dtype=resolve_dtype(dtype))
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    set_seed(seed)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=resolve_dtype(dtype))
-    if chat_format:
-        prepare_tokenizer(tokenizer, model, chat_format=chat_format)
-    elif len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
-        model.resize_token_embeddings(len(tokenizer))
-    if adapter:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, adapter)
     model = model.to(device).eval()
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:

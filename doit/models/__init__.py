@@ -10,6 +10,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from .cache import SharedValueLayer, SVFormerCache, cache_nbytes
 from .configuration_resformer import VALUE_MODES, ResFormerConfig
+from .loading import check_local, load, load_model, load_tokenizer
 from .memory import saved_activation_bytes
 from .modeling_resformer import (
     ResFormerForCausalLM,
@@ -31,6 +32,10 @@ __all__ = [
     "SVFormerCache",
     "SharedValueLayer",
     "cache_nbytes",
+    "check_local",
     "from_llama",
+    "load",
+    "load_model",
+    "load_tokenizer",
     "saved_activation_bytes",
 ]

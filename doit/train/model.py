@@ -1,56 +1,37 @@
 """The base model and tokenizer of a run: loading, speaker tokens, LoRA / QLoRA configs.
 
-`load_tokenizer` gives the base's tokenizer prepared by `doit.train.chat.prepare_tokenizer`
+`load_tokenizer` and `load_model` call doit's one loader (`doit.models.load_tokenizer`,
+`load_model`) with the run's arguments: the base's tokenizer prepared for ``chat_format``
 (speaker tokens added when missing, the doit template set; or the base's own template for
-``chat_format: native``). `load_model` loads the base (4-/8-bit through bitsandbytes when
-asked) and resizes its embeddings to the tokenizer. `peft_config` is TRL's LoRA config from
+``native``), then the base (4-/8-bit through bitsandbytes when asked) with its embeddings
+resized to the tokenizer. `peft_config` is TRL's LoRA config from
 `ModelConfig` plus doit's rule for the speaker tokens (chat_format doit): their embedding rows
 are trained (``trainable_token_indices``) and an untied LM head is trained whole
-(``modules_to_save``), so that no speaker row stays at its random initialisation. Importing `doit.models` registers the
-ResFormer architecture with the Auto classes, so ResFormer bases load like any other.
+(``modules_to_save``), so that no speaker row stays at its random initialisation.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
-from doit.train.chat import SPEAKER_TOKENS, prepare_tokenizer
+from doit.train.chat import SPEAKER_TOKENS
 
 log = logging.getLogger("doit.train")
 
 
-def check_local_base(path: str) -> None:
-    """Raise ConfigError unless ``path`` is a model directory here: doit never downloads (a
-    missing path would otherwise be tried as a hub id and fail with a traceback)."""
+def load_tokenizer(args):
+    """The base's tokenizer, prepared for ``args.run.chat_format`` (first checks the base dir)."""
+    from doit.models import check_local
+    from doit.models import load_tokenizer as load
     from doit.train.args import ConfigError
 
-    where = Path(path)
-    if not where.is_dir():
-        raise ConfigError(
-            "model_name_or_path",
-            f"{path}: the directory does not exist (doit never downloads a model: give the "
-            "base's local directory)",
-        )
-    if not (where / "config.json").is_file():
-        raise ConfigError("model_name_or_path", f"{path}: no config.json (not a model directory)")
-
-
-def load_tokenizer(args):
-    """The base's tokenizer, prepared for ``args.run.chat_format`` (first reads the base dir)."""
-    from transformers import AutoTokenizer
-
     m = args.model
-    check_local_base(m.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(
-        m.model_name_or_path,
-        revision=m.model_revision,
-        trust_remote_code=args.training.trust_remote_code,
-    )
-    added = prepare_tokenizer(tokenizer, chat_format=args.run.chat_format)
-    if added:
-        log.info("added %d speaker tokens to the tokenizer (vocab %d)", added, len(tokenizer))
-    return tokenizer
+    try:
+        check_local(m.model_name_or_path)
+    except FileNotFoundError as e:
+        raise ConfigError("model_name_or_path", str(e)) from None
+    return load(m.model_name_or_path, args.run.chat_format, revision=m.model_revision,
+                trust_remote_code=args.training.trust_remote_code)  # fmt: skip
 
 
 def model_kwargs(args) -> dict:
@@ -72,24 +53,10 @@ def model_kwargs(args) -> dict:
 
 def load_model(args, tokenizer):
     """The base model with embeddings sized to ``tokenizer`` (seeded: new rows are random)."""
-    from transformers import AutoModelForCausalLM, set_seed
+    from doit.models import load_model as load
 
-    import doit.models  # noqa: F401  (registers model_type resformer with the Auto classes)
-
-    set_seed(args.training.seed)
-    model = AutoModelForCausalLM.from_pretrained(
-        args.model.model_name_or_path, **model_kwargs(args)
-    )
-    rows = model.get_input_embeddings().num_embeddings
-    prepare_tokenizer(tokenizer, model, chat_format=args.run.chat_format)
-    log.info(
-        "base %s: %s, embedding rows %d -> %d",
-        model.config.model_type,
-        args.model.model_name_or_path,
-        rows,
-        model.get_input_embeddings().num_embeddings,
-    )
-    return model
+    return load(args.model.model_name_or_path, tokenizer, args.run.chat_format,
+                args.training.seed, **model_kwargs(args))  # fmt: skip
 
 
 def speaker_token_ids(tokenizer) -> list[int]:
@@ -125,19 +92,15 @@ def _module_name(model, module) -> str:
 
 def merge_adapter(args, tokenizer, adapter_dir: str, out_dir: str) -> None:
     """Reload the base unquantised, apply the adapter, merge, save a plain model + tokenizer."""
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
     from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
-    import doit.models  # noqa: F401
+    from doit.models import load_model
 
     unset_hf_deepspeed_config()  # one process loads the whole base: no ZeRO-3 partitioning
     m = args.model
-    base = AutoModelForCausalLM.from_pretrained(
-        m.model_name_or_path, revision=m.model_revision, dtype=m.dtype
-    )
-    prepare_tokenizer(tokenizer, base, chat_format=args.run.chat_format)
-    merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
+    adapted = load_model(m.model_name_or_path, tokenizer, args.run.chat_format, args.training.seed,
+                         adapter=adapter_dir, revision=m.model_revision, dtype=m.dtype)  # fmt: skip
+    merged = adapted.merge_and_unload()
     merged.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
 
