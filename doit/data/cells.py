@@ -19,6 +19,11 @@ from doit.data.sampling import by_ability, identity
 from doit.data.schema import to_record
 
 
+def cell_name(n: int, synthetic: bool = False) -> str:
+    """``nNNNN`` (n items per ability) or ``sNNNNN`` (n synthetic items)."""
+    return f"s{n:05d}" if synthetic else f"n{n:04d}"
+
+
 def write_train(root: Path, items: list[dict[str, Any]]) -> None:
     groups = by_ability(items)
     for key in sorted(groups):

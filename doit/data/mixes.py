@@ -19,6 +19,13 @@ is shared again among the others; what cannot be split evenly goes one item each
 to the uncapped abilities in registry order. When every fill ability is capped and the
 mix still falls short of ``total``, that is an error naming the capping pools, unless
 ``allow_short: true``; then the manifest records the shortfall (``shortfall``).
+
+A mix spec is the only way doit draws training items. The YAML mixes above are read by
+`load_mix`; the study's other cells are specs built by small constructors: `per_ability_spec`
+(n items of every ability, the subset cell ``nNNNN``; with ``exclude``, a leave-one-ability-out
+cell) and `synthetic_spec` (n synthetic items, the cell ``sNNNNN``). `draw` ranks each pool by
+seeded hash of item identity (`doit.data.sampling`), so cells are nested (n inside m) and the
+same for any file order; `sample_mix` loads the pools a spec needs and draws.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any
 import yaml
 
 from doit.data import abilities as ab
-from doit.data.cells import pool_sizes, source_is_synthetic, write_cell
+from doit.data.cells import cell_name, pool_sizes, source_is_synthetic, write_cell
 from doit.data.io import atomic_output_dir
 from doit.data.load import load_items
 from doit.data.sampling import by_ability, take
@@ -57,14 +64,55 @@ class MixSpec:
     synthetic: int = 0
     provenance: dict[str, Any] = field(default_factory=dict)
     path: str = "<mix>"
+    cell: str | None = None  # the cell a constructor built the spec for; None: a YAML mix
 
 
 class MixError(ValueError):
-    pass
+    """A bad mix, or a draw its pools cannot give. ``key``: for a constructed cell, the recipe
+    flag it came from (``per_ability`` or ``synthetic``); a YAML mix's message names its key."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 def _fail(path: str, key: str, message: str):
     raise MixError(f"{path}: {key}: {message}")
+
+
+def per_ability_spec(
+    n: int, seed: int = 0, source: str = "1000", abilities=None, exclude=()
+) -> MixSpec:
+    """n items of each ability (``abilities``, default all) but ``exclude``: the subset cell
+    ``nNNNN``, or with ``exclude`` a leave-one-ability-out cell."""
+    keys = ab.parse_keys(abilities) if abilities else ab.ABILITY_KEYS
+    excluded = ab.parse_keys(list(exclude)) if exclude else ()
+    name = cell_name(n) + "".join(f"-no-{k}" for k in excluded)
+    counts = {k: n for k in keys if k not in excluded}
+    return MixSpec(seed=seed, source=source, counts=counts, exclude=excluded, cell=name,
+                   path=f"cell {name}")  # fmt: skip
+
+
+def synthetic_spec(total: int, seed: int = 0) -> MixSpec:
+    """``total`` synthetic items: the cell ``sNNNNN``."""
+    name = cell_name(total, synthetic=True)
+    return MixSpec(seed=seed, synthetic=total, cell=name, path=f"cell {name}")
+
+
+def _over_pool(spec: MixSpec, key: str, n: int, have: int):
+    """The error for a draw of ``n`` from a pool of ``have``: a constructed cell says it in the
+    words of the subset command and the recipe's flags, a YAML mix names its file and key."""
+    if key == ab.SYNTHETIC:
+        if spec.cell is not None:
+            raise MixError(f"{n} exceeds the synthetic pool of {have} items", "synthetic")
+        _fail(spec.path, "synthetic", f"{n} exceeds the synthetic pool of {have}")
+    if spec.cell is not None:
+        raise MixError(
+            f"n={n} exceeds the {key!r} pool of {have} items (use a larger --pool or smaller "
+            "sizes)",
+            "per_ability",
+        )
+    _fail(spec.path, f"counts.{key}", f"{n} exceeds the {spec.source} pool of {have}")
 
 
 def _int(path, key, value, minimum=0) -> int:
@@ -163,9 +211,7 @@ def resolve_counts(spec: MixSpec, pools: dict[str, int]) -> dict[str, int]:
     counts = {k: pools.get(k, 0) if v == ALL else v for k, v in spec.counts.items()}
     for k, n in counts.items():
         if n > pools.get(k, 0):
-            _fail(
-                spec.path, f"counts.{k}", f"{n} exceeds the {spec.source} pool of {pools.get(k, 0)}"
-            )
+            _over_pool(spec, k, n, pools.get(k, 0))
     if spec.fill is not None:
         budget = spec.fill.total - sum(counts.values())
         if budget < 0:
@@ -202,33 +248,37 @@ def shortfall(spec: MixSpec, pools: dict[str, int], counts: dict[str, int]) -> d
     }
 
 
-def sample_mix(spec: MixSpec, source: Path) -> list[dict]:
-    return _sample(spec, source)[0]
+def load_pools(spec: MixSpec, source) -> tuple[list[dict], list[dict]]:
+    """The items of the train pool and of the synthetic pool that ``spec`` draws from (a pool
+    it takes nothing from is not read)."""
+    pool = load_items(source, spec.source) if spec.counts or spec.fill else []
+    synthetic = load_items(source, ab.SYNTHETIC) if spec.synthetic else []
+    return pool, synthetic
 
 
-def _sample(spec: MixSpec, source: Path) -> tuple[list[dict], dict | None]:
-    """The mix's items and its shortfall (``shortfall``)."""
-    pool = load_items(source, spec.source)
+def draw(spec: MixSpec, pool: list[dict], synthetic: list[dict]) -> tuple[list[dict], dict | None]:
+    """The items ``spec`` takes from loaded pools (abilities in registry order, then synthetic
+    items) and its shortfall (``shortfall``)."""
     pools = pool_sizes(pool)
     counts = resolve_counts(spec, pools)
     groups = by_ability(pool)
     items = [it for k, n in counts.items() for it in take(groups[k], n, spec.seed, "subset")]
     if spec.synthetic:
-        synthetic = load_items(source, ab.SYNTHETIC)
         if spec.synthetic > len(synthetic):
-            _fail(
-                spec.path,
-                "synthetic",
-                f"{spec.synthetic} exceeds the synthetic pool of {len(synthetic)}",
-            )
+            _over_pool(spec, ab.SYNTHETIC, spec.synthetic, len(synthetic))
         items += take(synthetic, spec.synthetic, spec.seed, "subset")
     return items, shortfall(spec, pools, counts)
+
+
+def sample_mix(spec: MixSpec, source) -> list[dict]:
+    """The items of ``spec`` drawn from the DoIT directory ``source``."""
+    return draw(spec, *load_pools(spec, source))[0]
 
 
 def build_mix(source, spec: MixSpec, out) -> dict:
     """Write the mix as a DoIT-layout cell at ``out``; returns its manifest."""
     source, out = Path(source), Path(out)
-    items, short = _sample(spec, source)
+    items, short = draw(spec, *load_pools(spec, source))
     args = {"source": str(source), "mix": spec.path, "seed": spec.seed}
     with atomic_output_dir(out) as tmp:
         return write_cell(

@@ -1,7 +1,8 @@
 """Nested quantity subsets: n items per ability (the study's grid), or n synthetic items.
 
 subset(n) is contained in subset(m) for n < m, per ability, and depends only on
-(seed, ability, item identity) — see ``doit.data.sampling``. Each cell is written
+(seed, ability, item identity) — see ``doit.data.sampling``. Each cell is a mix spec
+(`doit.data.mixes.per_ability_spec`, `synthetic_spec`) drawn by `doit.data.mixes.draw`. Each cell is written
 to ``OUT/nNNNN/`` (per ability) or ``OUT/sNNNNN/`` (synthetic totals) as a DoIT
 directory. The study drew each quantity independently; doit's subsets are nested on
 purpose, so that a curve's steps differ only by added data (the manifest says so).
@@ -12,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from doit.data import abilities as ab
-from doit.data.cells import source_is_synthetic, write_cell
+from doit.data.cells import cell_name, source_is_synthetic, write_cell
 from doit.data.io import atomic_output_dir
 from doit.data.load import load_items
-from doit.data.sampling import by_ability, take
+from doit.data.mixes import draw, per_ability_spec, synthetic_spec
 
 DEFAULT_PER_ABILITY = (1, 4, 16, 64, 256, 1000)
 DEFAULT_SYNTHETIC_TOTALS = (10, 40, 160, 640, 2560, 10000, 40960)
@@ -25,33 +26,15 @@ NESTED_NOTE = (
 )
 
 
-def cell_name(n: int, synthetic: bool = False) -> str:
-    return f"s{n:05d}" if synthetic else f"n{n:04d}"
-
-
-def per_ability_cells(
-    pool_items: list[dict], sizes, seed: int, abilities=None
-) -> dict[int, list[dict]]:
-    groups = by_ability(pool_items)
-    keys = ab.parse_keys(abilities) if abilities else ab.ABILITY_KEYS
-    for key in keys:
-        have = len(groups.get(key, []))
-        if have < max(sizes):
-            raise ValueError(
-                f"n={max(sizes)} exceeds the {key!r} pool of {have} items "
-                f"(use a larger --pool or smaller sizes)"
-            )
-    return {n: [it for key in keys for it in take(groups[key], n, seed, "subset")] for n in sizes}
-
-
 def build_subsets(
     source, out, sizes=DEFAULT_PER_ABILITY, pool: str = "1000", seed: int = 0, abilities=None
 ) -> dict[str, dict]:
     """Write one cell per size under ``out``; returns {cell name: manifest}."""
     source, out = Path(source), Path(out)
     sizes = sorted(set(int(n) for n in sizes))
-    pool_items = load_items(source, pool)
-    cells = per_ability_cells(pool_items, sizes, seed, abilities)
+    specs = {n: per_ability_spec(n, seed, pool, abilities) for n in sizes}
+    pool_items = load_items(source, pool)  # read once for every size
+    cells = {n: draw(spec, pool_items, [])[0] for n, spec in specs.items()}
     args = {
         "source": str(source),
         "per_ability": sizes,
@@ -65,12 +48,8 @@ def build_subsets(
 def build_synthetic_subsets(source, out, totals=DEFAULT_SYNTHETIC_TOTALS, seed: int = 0) -> dict:
     source, out = Path(source), Path(out)
     totals = sorted(set(int(n) for n in totals))
-    pool_items = load_items(source, ab.SYNTHETIC)
-    if len(pool_items) < max(totals):
-        raise ValueError(
-            f"total {max(totals)} exceeds the synthetic pool of {len(pool_items)} items"
-        )
-    cells = {n: take(pool_items, n, seed, "subset") for n in totals}
+    synthetic = load_items(source, ab.SYNTHETIC)
+    cells = {n: draw(synthetic_spec(n, seed), [], synthetic)[0] for n in totals}
     args = {"source": str(source), "synthetic": True, "totals": totals, "seed": seed}
     return _write_cells(source, out, cells, args, seed, synthetic=True)
 

@@ -1,9 +1,10 @@
 """Training data for the SFT recipe: draw items with doit.data, tokenise once, cache on disk.
 
 This module is the only place that tokenises training data. Items come from doit.data, never
-re-sampled here: a cell directory (``subset_dir``), a mix YAML (`doit.data.mixes.sample_mix`),
-or n items per ability (`doit.data.subsets.per_ability_cells`) and/or n synthetic items
-(`doit.data.sampling.take`, as `doit.data.subsets.build_synthetic_subsets` draws them).
+re-sampled here: a cell directory (``subset_dir``), or a mix spec drawn by
+`doit.data.mixes.sample_mix`: a mix YAML, or the spec of n items per ability
+(`per_ability_spec`, the subset cell ``nNNNN``; ``exclude_abilities`` for leave-one-out cells)
+with or without n synthetic items (`synthetic_spec`), exactly as `doit data subset` draws them.
 
 Each conversation is rendered by the tokenizer's chat template (`doit.train.chat`), cut to its
 first ``max_length`` tokens, and given ``labels``: its token ids where the template's
@@ -67,31 +68,21 @@ def train_items(d) -> list[dict]:
     """The training items named by a `DoitDataArguments`, drawn by doit.data."""
     if d.subset_dir:
         return load_items(d.subset_dir, "train")
+    from doit.data.mixes import MixError, load_mix, per_ability_spec, sample_mix, synthetic_spec
+
     if d.mix:
-        from doit.data.mixes import load_mix, sample_mix
-
-        return sample_mix(load_mix(d.mix), Path(d.doit_dir))
-    items = []
-    if d.per_ability:
-        from doit.data.subsets import per_ability_cells
-
-        excluded = set(ab.parse_keys(list(d.exclude_abilities or [])))
-        keys = [k for k in ab.ABILITY_KEYS if k not in excluded]
-        pool = load_items(d.doit_dir, str(d.pool))
-        try:
-            items += per_ability_cells(pool, [d.per_ability], d.sample_seed, keys)[d.per_ability]
-        except ValueError as e:  # more items than a pool holds
-            raise ConfigError("per_ability", str(e)) from None
-    if d.synthetic:
-        from doit.data.sampling import take
-
-        pool = load_items(d.doit_dir, ab.SYNTHETIC)
-        if d.synthetic > len(pool):
-            raise ConfigError(
-                "synthetic", f"{d.synthetic} exceeds the synthetic pool of {len(pool)} items"
-            )
-        items += take(pool, d.synthetic, d.sample_seed, "subset")
-    return items
+        spec = load_mix(d.mix)
+    elif d.per_ability:
+        spec = per_ability_spec(
+            d.per_ability, d.sample_seed, str(d.pool), exclude=d.exclude_abilities or ()
+        )
+        spec.synthetic = d.synthetic or 0
+    else:
+        spec = synthetic_spec(d.synthetic, d.sample_seed)
+    try:
+        return sample_mix(spec, Path(d.doit_dir))
+    except MixError as e:  # more items than a pool holds
+        raise ConfigError(e.key or "mix", str(e)) from None
 
 
 def valid_items(d) -> list[dict]:

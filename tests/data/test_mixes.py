@@ -144,3 +144,28 @@ def test_allow_short_records_the_shortfall_in_the_manifest(tmp_path):
     }
     with pytest.raises(MixError, match="m.yaml: fill.allow_short"):
         parse_mix({"fill": {"total": 3, "allow_short": "yes"}}, "m.yaml")
+
+
+def test_cells_are_mix_specs_built_by_constructors():
+    from doit.data.mixes import per_ability_spec, synthetic_spec
+
+    spec = per_ability_spec(16, seed=2, exclude=["ethics"])
+    assert spec.cell == "n0016-no-ethics" and spec.seed == 2 and spec.exclude == ("ethics",)
+    assert set(spec.counts) == set(ab.ABILITY_KEYS) - {"ethics"}
+    assert set(spec.counts.values()) == {16} and spec.synthetic == 0
+    some = per_ability_spec(4, abilities="math,code", source="full")
+    assert some.counts == {"math": 4, "code": 4} and some.source == "full"
+    syn = synthetic_spec(40)
+    assert syn.cell == "s00040" and syn.synthetic == 40 and not syn.counts
+
+
+def test_a_constructed_cell_names_the_flag_its_draw_overflows(tmp_path):
+    from doit.data.mixes import per_ability_spec, sample_mix, synthetic_spec
+
+    root = write_pool(tmp_path / "pool", uniform(3), synthetic=5)
+    with pytest.raises(MixError, match=r"^n=4 exceeds the 'biology' pool of 3 items") as e:
+        sample_mix(per_ability_spec(4), root)
+    assert e.value.key == "per_ability"
+    with pytest.raises(MixError, match=r"^6 exceeds the synthetic pool of 5 items") as e:
+        sample_mix(synthetic_spec(6), root)
+    assert e.value.key == "synthetic"

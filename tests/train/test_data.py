@@ -8,7 +8,8 @@ import pytest
 
 from doit.data import abilities as ab
 from doit.data.load import load_items
-from doit.data.subsets import per_ability_cells
+from doit.data.mixes import per_ability_spec, sample_mix
+from doit.data.subsets import build_subsets
 from doit.train import data
 from doit.train.args import DoitDataArguments
 from doit.train.chat import ASSISTANT, EOT, USER, prepare_tokenizer
@@ -69,8 +70,11 @@ def test_items_come_from_doit_data(tmp_path):
     )
     got = data.train_items(args)
     keys = [k for k in ab.ABILITY_KEYS if k != "ethics"]
-    want = per_ability_cells(load_items(root, "1000"), [4], 3, keys)[4]
+    want = sample_mix(per_ability_spec(4, 3, exclude=["ethics"]), root)
     assert [it["uid"] for it in got] == [it["uid"] for it in want] and len(got) == 36
+    build_subsets(root, tmp_path / "cells", sizes=(4,), seed=3, abilities=keys)
+    cell = load_items(tmp_path / "cells" / "n0004", "train")  # the subset command's cell
+    assert sorted(it["uid"] for it in got) == sorted(it["uid"] for it in cell)
 
 
 def test_mix_and_synthetic_sources(tmp_path):
