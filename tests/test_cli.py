@@ -40,6 +40,18 @@ def test_every_command_answers_help(command):
     assert "usage:" in proc.stdout
 
 
+README_SUBCOMMANDS = [
+    ["data", name] for name in ("validate", "stats", "split", "curate", "subset", "mix", "micro")
+] + [["eval", name] for name in ("predict", "score", "bench")]
+
+
+@pytest.mark.parametrize("command", README_SUBCOMMANDS, ids=" ".join)
+def test_every_subcommand_in_the_readme_answers_help(command, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--help"])
+    assert done.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_readme_micro_path_through_the_console_script(tmp_path):
     """The README's quick path, shortened only in training length."""
