@@ -1,0 +1,175 @@
+"""The results table: the study runner's contract with the analysis (schemas in README.md).
+
+Each finished cell writes its rows as shards of its own, atomically (temporary file, then
+rename): ``STUDY/results/<cell>.parquet`` (one row per cell, epoch, split, ability) and
+``STUDY/items/<cell>.parquet`` (one row per cell, epoch, split, ability, type, idx). The items
+shard is written first; the results shard, written last, is what marks the cell done, so a
+runner killed between the two rewrites both. ``read_results`` gathers the shards (or reads
+one table file) and validates the schema; ``write_csv`` writes the whole table for people.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+RESULTS_DIR, ITEMS_DIR = "results", "items"
+CONSTRUCTIONS = ("curated", "synthetic", "mix", "base")
+# column -> pandas dtype; the required columns (the analysis reads these names) come first.
+REQUIRED = {
+    "cell": "string",  # the cell's stable id (doit.grid.plan)
+    "base": "string",  # the base's name in the grid
+    "arch": "string",  # llama | vanilla | resformer | svformer | ...
+    "params": "Int64",  # non-embedding parameters of the base
+    "construction": "string",  # curated | synthetic | mix | base (n = 0, untuned)
+    "mix": "string",  # the mix's name (mix cells), else null
+    "n_per_ability": "Int64",  # n of a uniform or leave-one-out cell; 0 for base; null for mixes
+    "n_total": "Int64",  # training items of the cell
+    "seed": "Int64",  # training seed
+    "epoch": "Float64",  # the scored checkpoint's epoch (0 for base cells)
+    "step": "Int64",  # its optimiser step
+    "split": "string",  # valid | test | a public benchmark's name
+    "ability": "string",  # ability key (C-Eval sets on test: ceval_*)
+    "score": "Float64",  # 0-100; null when items lacked a prediction
+    "n_items": "Int64",  # items scored
+    "chance": "Float64",  # 0-100, the ability's chance score on this split
+}
+EXTRA = {
+    "excluded_ability": "string",  # the left-out ability of a leave-one-out cell, else null
+    "params_total": "Int64",  # all parameters, embeddings included
+    "sample_seed": "Int64",  # seed of the data draw
+    "n_own": "Int64",  # this ability's training items
+    "tokens_own": "Float64",  # this ability's assistant tokens trained up to this checkpoint
+    "tokens_total": "Float64",  # all assistant tokens trained up to this checkpoint
+    "schedule": "string",  # epochs | steps
+    "valid_loss": "Float64",  # this ability's validation loss at this step (metrics.jsonl)
+    "run_dir": "string",  # the training run's directory, relative to the study folder
+    "data_manifest_sha": "string",  # sha256 of the training items (doit.train.data)
+    "train_s": "Float64",  # wall seconds the cell's training took (this session's)
+    "eval_s": "Float64",  # wall seconds this checkpoint's evaluation took
+}
+COLUMNS = {**REQUIRED, **EXTRA}
+KEY = ("cell", "epoch", "split", "ability")
+ITEM_COLUMNS = {
+    "cell": "string",
+    "epoch": "Float64",
+    "split": "string",
+    "ability": "string",
+    "type": "string",  # the item's type (file stem), as in the data
+    "idx": "Int64",  # the item's idx within its type
+    "answer_kind": "string",  # mc | tf | multiselect | cloze | math | open
+    "correct": "boolean",  # the scoring rule's verdict (missing predictions: false)
+}
+ITEM_KEY = ("cell", "epoch", "split", "ability", "type", "idx")
+TIMING = ("train_s", "eval_s")  # differ between identical runs; everything else must not
+
+
+class ResultsError(ValueError):
+    """A results table that breaks the schema; the message names the file and the column."""
+
+
+def frame(rows: list[dict], per_item: bool = False) -> pd.DataFrame:
+    """``rows`` as a table in the schema's column order and dtypes (unknown keys are errors)."""
+    columns = ITEM_COLUMNS if per_item else COLUMNS
+    unknown = sorted({k for r in rows for k in r} - set(columns))
+    if unknown:
+        raise ResultsError(f"unknown results column(s): {', '.join(unknown)}")
+    df = pd.DataFrame(rows, columns=list(columns))
+    return df.astype(columns)
+
+
+def write_shard(study: Path, cell: str, df: pd.DataFrame, per_item: bool = False) -> Path:
+    """One cell's rows as ``STUDY/results|items/<cell>.parquet``, atomically."""
+    path = Path(study) / (ITEMS_DIR if per_item else RESULTS_DIR) / f"{cell}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def shard_path(study: Path, cell: str, per_item: bool = False) -> Path:
+    return Path(study) / (ITEMS_DIR if per_item else RESULTS_DIR) / f"{cell}.parquet"
+
+
+def read_results(path, per_item: bool = False) -> pd.DataFrame:
+    """The results table (or, ``per_item``, the per-item rows) of a study folder or a table file.
+
+    A study folder's shards are gathered; a ``.csv`` or ``.parquet`` file is read as it is.
+    Required columns must be present (an error names the missing ones and the file), optional
+    columns are added as nulls, dtypes follow the schema, and a repeated key is an error.
+    """
+    path = Path(path)
+    if path.is_dir():
+        shards = sorted((path / (ITEMS_DIR if per_item else RESULTS_DIR)).glob("*.parquet"))
+        parts = [_read_table(p) for p in shards]
+        source = str(path)
+        parts = [_validate(p, str(s), per_item) for p, s in zip(parts, shards)]
+        df = pd.concat(parts, ignore_index=True) if parts else frame([], per_item)
+    elif path.is_file():
+        source = str(path)
+        df = _validate(_read_table(path), source, per_item)
+    else:
+        raise ResultsError(f"{path}: no such study folder or results table")
+    key = list(ITEM_KEY if per_item else KEY)
+    dup = df.duplicated(key, keep=False)
+    if dup.any():
+        first = df.loc[dup, key].iloc[0].to_dict()
+        raise ResultsError(f"{source}: {int(dup.sum())} rows repeat a key ({', '.join(key)}), "
+                           f"e.g. {first}")  # fmt: skip
+    return df.sort_values(key, ignore_index=True)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    if path.suffix == ".csv":
+        return pd.read_csv(path, keep_default_na=True)
+    raise ResultsError(f"{path}: a results table is a .csv or .parquet file")
+
+
+def _validate(df: pd.DataFrame, source: str, per_item: bool) -> pd.DataFrame:
+    required = ITEM_COLUMNS if per_item else REQUIRED
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise ResultsError(f"{source}: missing required column(s): {', '.join(missing)}")
+    columns = ITEM_COLUMNS if per_item else COLUMNS
+    for c in columns:
+        if c not in df.columns:
+            df[c] = pd.NA
+    extra = [c for c in df.columns if c not in columns]
+    try:
+        df = df[list(columns) + extra].astype(columns)
+    except (TypeError, ValueError) as e:
+        raise ResultsError(f"{source}: a column does not hold its schema type: {e}") from None
+    if not per_item:
+        _check_values(df, source)
+    return df
+
+
+def _check_values(df: pd.DataFrame, source: str) -> None:
+    bad = ~df["construction"].isin(CONSTRUCTIONS) & df["construction"].notna()
+    if bad.any():
+        raise ResultsError(f"{source}: construction: {df.loc[bad, 'construction'].iloc[0]!r} "
+                           f"is not one of {', '.join(CONSTRUCTIONS)}")  # fmt: skip
+    for col in ("score", "chance"):
+        out = df[col].notna() & ((df[col] < 0) | (df[col] > 100))
+        if out.any():
+            raise ResultsError(f"{source}: {col}: {df.loc[out, col].iloc[0]} is outside 0-100")
+
+
+def write_csv(study: Path) -> Path:
+    """``STUDY/results.csv``: the gathered table, for people (atomically)."""
+    path = Path(study) / "results.csv"
+    tmp = path.with_name(f".results.csv.{os.getpid()}.tmp")
+    try:
+        read_results(study).to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
