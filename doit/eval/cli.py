@@ -12,10 +12,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from doit.data.io import write_json, write_jsonl
+from doit.data.io import write_json
 from doit.data.schema import DataError
 
 
@@ -50,12 +49,8 @@ def cmd_predict(a) -> int:
     items = load_items(a.data, a.split, abilities=keys, ood=ood)
     budgets = predict.budgets(a.max_new_tokens)  # bad kinds fail before the model loads
     model, tokenizer = predict.load_model(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
-    preds = predict.predict_items(model, tokenizer, items, a.batch_size, budgets)
-    chat_format = a.chat_format or predict.chat_format_of(tokenizer)
-    rules = predict.prediction_rules(preds, model, tokenizer, budgets, chat_format)
-    write_jsonl(a.out, preds)
-    write_json(predict.rules_path(a.out), rules)
-    print(f"{a.out}: {len(preds)} predictions; rules in {predict.rules_path(a.out)}")
+    rules = predict.predict_to(a.out, model, tokenizer, items, a.batch_size, budgets, a.chat_format)
+    print(f"{a.out}: {len(items)} predictions; rules in {predict.rules_path(a.out)}")
     for kind, n in rules["n_hit_budget"].items():
         if n:
             print(f"  {kind}: {n} of {rules['n_items'][kind]} outputs ran to their budget "
@@ -69,22 +64,10 @@ def cmd_predict(a) -> int:
 
 def cmd_score(a) -> int:
     from doit.data.load import load_items
-    from doit.eval.predict import rules_path
-    from doit.eval.score import read_predictions, score_predictions
+    from doit.eval.score import score_file
 
     items = load_items(a.data, a.split)
-    result = score_predictions(
-        items,
-        read_predictions(a.predictions),
-        a.math,
-        a.ties,
-        str(a.predictions),
-        allow_missing=a.allow_missing,
-    )
-    predict_rules = rules_path(a.predictions)  # budgets, n_hit_budget, stop tokens, letters
-    result["rules"]["predict"] = (
-        json.loads(predict_rules.read_text(encoding="utf-8")) if predict_rules.is_file() else None
-    )
+    result = score_file(items, a.predictions, a.math, a.ties, a.allow_missing)
     write_json(a.out, result)
     for key, entry in result["abilities"].items():
         score = "   n/a" if entry["score"] is None else f"{entry['score']:6.1f}"

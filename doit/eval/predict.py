@@ -312,6 +312,19 @@ def prediction_rules(
     }
 
 
+def predict_to(out, model, tokenizer, items, batch_size, budgets_, chat_format=None) -> dict:
+    """Predict ``items`` into ``out`` (PRED.jsonl) and its rules file; returns the rules."""
+    from doit.data.io import write_json, write_jsonl
+
+    preds = predict_items(model, tokenizer, items, batch_size, budgets_)
+    rules = prediction_rules(
+        preds, model, tokenizer, budgets_, chat_format or chat_format_of(tokenizer)
+    )
+    write_jsonl(out, preds)
+    write_json(rules_path(out), rules)
+    return rules
+
+
 def rules_path(predictions) -> Path:
     """``PRED.rules.json`` beside ``PRED.jsonl``."""
     path = Path(predictions)

@@ -194,5 +194,20 @@ def score_predictions(
     }
 
 
+def score_file(items: list[dict], predictions, math="paper", ties="correct", allow_missing=False):
+    """``score_predictions`` of a PRED.jsonl, with its PRED.rules.json under ``rules.predict``."""
+    import json
+
+    from doit.eval.predict import rules_path
+
+    result = score_predictions(items, read_predictions(predictions), math, ties,
+                               str(predictions), allow_missing=allow_missing)  # fmt: skip
+    rules = rules_path(predictions)  # budgets, n_hit_budget, stop tokens, letters
+    result["rules"]["predict"] = (
+        json.loads(rules.read_text(encoding="utf-8")) if rules.is_file() else None
+    )
+    return result
+
+
 def read_predictions(path) -> list[dict]:
     return [rec for _, rec in read_jsonl(path)]

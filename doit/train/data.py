@@ -239,10 +239,19 @@ def build(args, tokenizer) -> TrainData:
         source=str(source_root(d)),
         train_items_sha256=items_sha256(train),
         train_counts=_counts(train),
+        assistant_tokens=assistant_tokens(splits["train"]),
         valid_counts=_counts(valid),
         train_sequences=len(train_ds),
     )
     return TrainData(train_ds.select_columns(_keep(train_ds)), by_ability(splits["valid"]), info)
+
+
+def assistant_tokens(ds: datasets.Dataset) -> dict[str, int]:
+    """Trained (assistant) tokens per ability in one pass over ``ds``."""
+    out: dict[str, int] = {}
+    for ability, labels in zip(ds["ability"], ds["labels"]):
+        out[ability] = out.get(ability, 0) + sum(1 for x in labels if x != -100)
+    return dict(sorted(out.items()))
 
 
 def _keep(ds: datasets.Dataset) -> list[str]:
