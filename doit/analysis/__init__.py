@@ -1,0 +1,7 @@
+"""The study's analysis: checkpoint selection, binomial scaling fits with a paired bootstrap,
+sensitivities and groups, Complexity and Transference, predictions, figures and a report
+(``python -m doit.analysis run STUDY --out DIR``; definitions in README.md)."""
+
+from doit.analysis.select import RULES, select_checkpoints
+
+__all__ = ["RULES", "select_checkpoints"]

@@ -1,0 +1,125 @@
+"""Per-ability sensitivities with 95% CIs, saturation, minimum detectable effects and groups.
+
+Definitions (the same whatever form won, since they read the fitted curves):
+
+- ``data_sensitivity``: (fitted score at the largest n - at the smallest) / log4(n_max / n_min),
+  points per 4x data, averaged over bases (curated uniform cells);
+- ``size_sensitivity``: (fitted score at the largest base - at the smallest) /
+  log2(params_max / params_min), points per doubling, averaged over n;
+- ``saturation_n``: on the base-averaged data curve, the first n past the steepest part where
+  the gain over the preceding 4x falls below 1 point (empty when it never does in the grid);
+- ``mde_data`` / ``mde_size``: the smallest sensitivity this grid and these item counts detect
+  with 80% power at alpha 0.05 (two-sided): (z_0.975 + z_0.8) x the bootstrap standard error;
+- ``group`` with margin delta: a factor is responsive if its CI's lower bound > delta,
+  resistant if its CI lies inside [-delta, delta], undetermined otherwise; then, in order,
+  saturating, responsive_both, resistant_size, resistant_both, undetermined.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from doit.analysis.fits import GridFits
+
+DELTA = 2.0
+POWER_Z = norm.ppf(0.975) + norm.ppf(0.8)
+GROUPS = ("saturating", "responsive_both", "resistant_size", "resistant_both", "undetermined")
+COLUMNS = ["ability", "data_sensitivity", "data_sensitivity_lo", "data_sensitivity_hi",
+           "size_sensitivity", "size_sensitivity_lo", "size_sensitivity_hi", "saturation_n",
+           "mde_data", "mde_size", "group"]  # fmt: skip
+# The published study's groups (Song et al., 2025), for the report.
+PUBLISHED = {
+    "code": "responsive_both", "biology": "responsive_both", "history": "responsive_both",
+    "understanding": "resistant_size", "reasoning": "resistant_size",
+    "ethics": "resistant_both", "role_play": "resistant_both", "creative_writing": "saturating",
+}  # fmt: skip
+
+
+def slope(fits: list, per_log) -> tuple[float, np.ndarray | None]:
+    """Mean over series of (fit at the largest x - at the smallest) / log_per(x ratio)."""
+    points, reps = [], []
+    for fit in fits:
+        lo, hi = fit.x.min(), fit.x.max()
+        span = np.log(hi / lo) / np.log(per_log)
+        pt, rp = fit.curve([lo, hi])
+        points.append((pt[1] - pt[0]) / span)
+        if rp is not None:
+            reps.append((rp[:, 1] - rp[:, 0]) / span)
+    if not points:
+        return np.nan, None
+    return float(np.mean(points)), (np.mean(reps, 0) if reps else None)
+
+
+def saturation_n(fits: list, min_gain: float = 1.0) -> float:
+    """First n past the steepest 4x where the base-averaged gain per 4x drops below
+    ``min_gain`` points; NaN when the curve never gains that much or never drops back."""
+    if not fits:
+        return np.nan
+    lo, hi = max(f.x.min() for f in fits), min(f.x.max() for f in fits)
+    if hi < 4 * lo:
+        return np.nan
+    n = np.geomspace(4 * lo, hi, 200)
+    gain = np.mean([f.curve(n)[0] - f.curve(n / 4)[0] for f in fits], 0)
+    peak = int(np.argmax(gain))
+    if gain[peak] < min_gain:
+        return np.nan
+    below = np.nonzero(gain[peak:] < min_gain)[0]
+    return float(n[peak + below[0]]) if len(below) else np.nan
+
+
+def classify(lo: float, hi: float, delta: float) -> str:
+    if np.isnan(lo) or np.isnan(hi):
+        return "undetermined"
+    if lo > delta:
+        return "responsive"
+    if -delta < lo and hi < delta:
+        return "resistant"
+    return "undetermined"
+
+
+def group(data: str, size: str, saturates: bool) -> str:
+    if data == "responsive" and saturates:
+        return "saturating"
+    if data == "responsive" and size == "responsive":
+        return "responsive_both"
+    if data == "responsive" and size == "resistant":
+        return "resistant_size"
+    if data == "resistant" and size == "resistant":
+        return "resistant_both"
+    return "undetermined"
+
+
+def sensitivities(grid: GridFits, delta: float = DELTA) -> tuple[pd.DataFrame, dict]:
+    """sensitivity.csv's table, and per ability the replicate arrays (for the explain step)."""
+    abilities = sorted({k[0] for k in grid.data} | {k[0] for k in grid.size})
+    rows, reps = [], {}
+    for a in abilities:
+        data_fits = [f for k, f in grid.data.items() if k[0] == a and k[2] == "curated"]
+        size_fits = [f for k, f in grid.size.items() if k[0] == a]
+        d, d_reps = slope(data_fits, 4.0)
+        s, s_reps = slope(size_fits, 2.0)
+        d_lo, d_hi = _ci(d_reps)
+        s_lo, s_hi = _ci(s_reps)
+        sat = saturation_n(data_fits)
+        data_class, size_class = classify(d_lo, d_hi, delta), classify(s_lo, s_hi, delta)
+        rows.append({"ability": a, "data_sensitivity": d, "data_sensitivity_lo": d_lo,
+                     "data_sensitivity_hi": d_hi, "size_sensitivity": s,
+                     "size_sensitivity_lo": s_lo, "size_sensitivity_hi": s_hi,
+                     "saturation_n": sat, "mde_data": _mde(d_reps), "mde_size": _mde(s_reps),
+                     "group": group(data_class, size_class, not np.isnan(sat)),
+                     "data_class": data_class, "size_class": size_class})  # fmt: skip
+        reps[a] = {"data": d_reps, "size": s_reps}
+    return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class"]), reps
+
+
+def _ci(reps) -> tuple[float, float]:
+    if reps is None:
+        return np.nan, np.nan
+    lo, hi = np.nanpercentile(reps, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _mde(reps) -> float:
+    return float(POWER_Z * np.nanstd(reps, ddof=1)) if reps is not None else np.nan

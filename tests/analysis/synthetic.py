@@ -1,0 +1,109 @@
+"""Synthetic results tables drawn from known curves with binomial item noise (the analysis tests'
+and the bench's one generator). Every ability's true score is
+
+    p(base, n) = c + (1 - c) * sigmoid(a + b_data * log4 n + b_size * log2(params / params_min))
+
+(``form="logistic"``) or ``a + b_data * log4 n + b_size * log2(...)`` clipped to [c, 1]
+(``form="loglinear"``); items are scored correct with probability p, independently per cell.
+``truth`` holds the sensitivities the analysis should recover, with its own definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from doit.grid.results import frame
+
+
+@dataclass
+class Curve:
+    a: float = -1.0
+    b_data: float = 0.4
+    b_size: float = 0.3
+    chance: float = 0.25
+    form: str = "logistic"
+    transference: float = 0.5  # share of the full-mix gain a leave-one-out cell keeps
+
+    def p(self, params: float, params_min: float, n: float) -> float:
+        x = (
+            self.a
+            + self.b_data * np.log(n) / np.log(4)
+            + self.b_size * np.log2(params / params_min)
+        )
+        if self.form == "logistic":
+            return self.chance + (1 - self.chance) / (1 + np.exp(-x))
+        return float(np.clip(x, self.chance, 0.999))
+
+
+BASES = {"s": 10_000_000, "m": 40_000_000, "l": 160_000_000}
+NS = (4, 16, 64, 256, 1024, 4096)
+
+
+def study(
+    curves: dict[str, Curve],
+    bases: dict[str, int] | None = None,
+    ns=NS,
+    n_items: int = 100,
+    seeds: int = 1,
+    loo_ns=(),
+    epochs=(5.0, 10.0),
+    per_item: bool = True,
+    rng: int | np.random.Generator = 0,
+):
+    """(table, items or None, truth): a uniform grid (+ base cells, + leave-one-out cells at
+    ``loo_ns``) with valid scores at every epoch and test items at every epoch."""
+    rng = np.random.default_rng(rng)
+    bases = bases or {k: BASES[k] for k in ("s", "l")}
+    pmin = min(bases.values())
+    rows, items = [], []
+    cells = []  # (cell, base, params, construction, n, excluded, seed, epochs)
+    for base, params in bases.items():
+        cells.append((f"{base}-base", base, params, "base", 0, None, 0, (0.0,)))
+        for n in ns:
+            for s in range(seeds):
+                cells.append((f"{base}-n{n}-s{s}", base, params, "curated", n, None, s, epochs))
+            if n in loo_ns:
+                for a in curves:
+                    cell = f"{base}-n{n}-loo-{a}"
+                    cells.append((cell, base, params, "curated", n, a, 0, epochs))
+    k = len(curves)
+    for cell, base, params, construction, n, excluded, seed, eps in cells:
+        n_total = 0 if construction == "base" else n * (k - (excluded is not None))
+        for epoch in eps:
+            for a, curve in curves.items():
+                p = curve.p(params, pmin, n if n else min(ns) / 4)
+                if excluded == a:
+                    p = curve.chance + curve.transference * (p - curve.chance)
+                common = dict(cell=cell, base=base, arch="llama", params=params,
+                              construction=construction, mix=None, n_per_ability=n,
+                              n_total=n_total, seed=seed, epoch=epoch, step=int(epoch * 10),
+                              ability=a, chance=100 * curve.chance, excluded_ability=excluded)  # fmt: skip
+                valid = rng.binomial(n_items, p) / n_items
+                rows.append({**common, "split": "valid", "score": 100 * valid, "n_items": n_items})
+                correct = rng.random(n_items) < p
+                rows.append({**common, "split": "test", "score": 100 * correct.mean(),
+                             "n_items": n_items})  # fmt: skip
+                if per_item:
+                    items += [dict(cell=cell, epoch=epoch, split="test", ability=a,
+                                   type=f"{a}_test", idx=i, answer_kind="mc", correct=bool(c))
+                              for i, c in enumerate(correct)]  # fmt: skip
+    table = frame(rows)
+    item_table = frame(items, per_item=True) if per_item else None
+    return table, item_table, truth(curves, bases, ns)
+
+
+def truth(curves: dict[str, Curve], bases: dict[str, int], ns) -> pd.DataFrame:
+    pmin, pmax = min(bases.values()), max(bases.values())
+    out = []
+    for a, c in curves.items():
+        data = np.mean(
+            [100 * (c.p(p, pmin, max(ns)) - c.p(p, pmin, min(ns))) for p in bases.values()]
+        )
+        size = np.mean([100 * (c.p(pmax, pmin, n) - c.p(pmin, pmin, n)) for n in ns])
+        out.append(dict(ability=a, data_sensitivity=data / (np.log(max(ns) / min(ns)) / np.log(4)),
+                        size_sensitivity=size / np.log2(pmax / pmin) if pmax > pmin else np.nan,
+                        transference=c.transference))  # fmt: skip
+    return pd.DataFrame(out)
