@@ -21,6 +21,7 @@ import time
 
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
+from doit import faults
 from doit.train import rundir
 from doit.train.trainer import assistant_tokens_seen
 
@@ -54,6 +55,7 @@ class CheckpointPolicy(TrainerCallback):
         if state.is_world_process_zero:
             for ckpt in rundir.checkpoints(args.output_dir)[:-1]:
                 rundir.strip_training_state(ckpt)
+        faults.point("after_checkpoint")
 
 
 class MetricsJsonl(TrainerCallback):

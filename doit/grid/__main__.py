@@ -1,0 +1,5 @@
+import sys
+
+from doit.grid.cli import main
+
+sys.exit(main())

@@ -1,0 +1,243 @@
+"""Running one planned cell: pretrain a base, or fine-tune, score and write the cell's rows.
+
+`run_cell(study, cell_id)` is what every backend calls (in this process, in a subprocess
+worker `python -m doit.grid run-cell`, or in a Slurm task). It is idempotent: a finished
+step is read back (pretraining and fine-tuning DONE, scores files), an interrupted training
+run resumes from its last checkpoint, and the cell is done once its results shard exists.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from doit import faults
+from doit.grid import evaluate, results
+from doit.grid.plan import CELLS, read_plan
+from doit.train import rundir
+
+
+class CellError(RuntimeError):
+    """A cell that failed; the message is the line `status` shows."""
+
+
+def cell_dir(study, cell_id: str) -> Path:
+    return Path(study) / CELLS / cell_id
+
+
+def is_done(study, cell: dict) -> bool:
+    if cell["kind"] == "pretrain":
+        return rundir.is_done(cell["path"])
+    return results.shard_path(study, cell["id"]).is_file()
+
+
+def run_cell(study, cell_id: str, launch: dict | None = None) -> None:
+    """Bring one cell to done. ``launch`` overrides the grid's launch keys (launcher, gpus,
+    nodes) and adds a multi-node task's ``node_rank`` and ``master_addr``."""
+    plan = read_plan(study)
+    cells = {c["id"]: c for c in plan["cells"]}
+    cell, grid = cells[cell_id], plan["grid"]
+    launch = {"launcher": grid.get("launcher", "inprocess"), "gpus": grid.get("gpus", 1),
+              "nodes": grid.get("nodes", 1), **(launch or {})}  # fmt: skip
+    if is_done(study, cell):
+        return
+    if cell["kind"] == "pretrain":
+        return pretrain(cell, grid, launch)
+    needs = cell.get("needs")
+    if needs and not is_done(study, cells[needs]):
+        raise CellError(f"its base is not pretrained yet (cell {needs})")
+    folder = cell_dir(study, cell_id)
+    train_s = train(cell, folder, launch) if cell["kind"] == "sft" else None
+    rows, items = evaluate_cell(study, cell, grid, folder)
+    for r in rows:
+        r["train_s"] = train_s
+    write_rows(study, cell_id, rows, items)
+    prune(cell, folder, grid.get("keep", "last"), rows)
+
+
+# --- training ------------------------------------------------------------------------------------
+def pretrain(cell: dict, grid: dict, launch: dict) -> None:
+    argv = ["--config", cell["config"], "--output_dir", cell["path"],
+            "--micro_dir", str(Path(grid["doit_dir"]).resolve())]  # fmt: skip
+    for key, value in cell["overrides"].items():
+        argv += [f"--{key}", str(value)]
+    if launch.get("launcher", "inprocess") == "inprocess":
+        from doit.train import pretrain as pt
+
+        pt.run(*pt.parse_args(argv))
+    else:
+        _subprocess([sys.executable, "-m", "doit", "pretrain", *argv],
+                    Path(cell["path"]).with_suffix(".log"))  # fmt: skip
+
+
+def train(cell: dict, folder: Path, launch: dict) -> float:
+    """Fine-tune (or read back a finished run); returns this call's wall seconds."""
+    started = time.perf_counter()
+    config = str(folder / "sft.yaml")
+    launcher = launch.get("launcher", "inprocess")
+    if launcher == "inprocess":
+        from doit.train.args import parse_args
+        from doit.train.sft import run
+
+        run(parse_args(["--config", config]))
+    else:
+        keys = ("gpus", "nodes", "node_rank", "master_addr", "master_port")
+        cmd = launch_command(launcher, config, **{k: launch[k] for k in keys if k in launch})
+        _subprocess(cmd, folder / "train.log")
+    if not rundir.is_done(folder / "run"):
+        raise CellError(f"training ended without DONE in {folder / 'run'}")
+    return round(time.perf_counter() - started, 3)
+
+
+def launch_command(launcher: str, config: str, gpus: int = 1, nodes: int = 1,
+                   node_rank: str = "0", master_addr: str = "127.0.0.1",
+                   master_port: int = 29500) -> list[str]:  # fmt: skip
+    """The command that fine-tunes one cell with ``launcher`` (run on every node if nodes > 1)."""
+    recipe = ["-m", "doit", "sft", "--config", config]
+    if launcher == "python":
+        return [sys.executable, *recipe]
+    if launcher == "torchrun":
+        where = (["--standalone"] if nodes == 1 else
+                 ["--nnodes", str(nodes), "--node_rank", node_rank, "--rdzv_backend", "c10d",
+                  "--rdzv_endpoint", f"{master_addr}:{master_port}"])  # fmt: skip
+        return ["torchrun", *where, "--nproc_per_node", str(gpus), *recipe]
+    if launcher == "deepspeed":
+        where = ([] if nodes == 1 else
+                 ["--no_ssh", "--num_nodes", str(nodes), "--node_rank", node_rank,
+                  "--master_addr", master_addr, "--master_port", str(master_port)])  # fmt: skip
+        return ["deepspeed", *where, "--num_gpus", str(gpus), "--module", *recipe[1:]]
+    raise CellError(f"launcher {launcher!r} has no command (inprocess runs in this process)")
+
+
+def _subprocess(cmd: list[str], log: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode
+    if rc:
+        lines = [x for x in log.read_text(encoding="utf-8").splitlines() if x.strip()]
+        raise CellError(f"{cmd[0]} exited {rc}: {lines[-1] if lines else ''} (log: {log})")
+
+
+# --- evaluation and rows -------------------------------------------------------------------------
+def evaluate_cell(study, cell: dict, grid: dict, folder: Path) -> tuple[list[dict], list[dict]]:
+    doit_dir = str(Path(grid["doit_dir"]).resolve())
+    common = cell_columns(study, cell, grid)
+    if cell["kind"] == "base":  # the untuned base, rendered as its fine-tuned cells train
+        base = grid_base(grid, cell["base"])
+        targets = [(0.0, 0, Path(base["path"]).resolve())]
+        kw = {"chat_format": base.get("chat_format", "doit"), "seed": cell["seed"]}
+    else:
+        targets, kw = evaluate.checkpoints_to_score(folder / "run", grid.get("eval_epochs")), {}
+    rows, items = [], []
+    budgets = {"eval_batch_size": grid.get("eval_batch_size", 16),
+               "max_new_tokens": grid["max_new_tokens"]}  # fmt: skip
+    for epoch, step, model_dir in targets:
+        where = folder / "eval" / f"e{epoch:g}-s{step}"
+        scored = evaluate.score_model(model_dir, where, doit_dir, budgets, **kw)
+        at = {"epoch": epoch, "step": step, **checkpoint_columns(folder / "run", step)}
+        for split, scores in scored.items():
+            r, i = evaluate.score_rows(split, scores)
+            rows += [{**common, **at, **x} for x in r]
+            items += [{"cell": cell["id"], "epoch": epoch, **x} for x in i]
+        bench = evaluate.score_benchmarks(model_dir, where, grid.get("benchmarks") or [],
+                                          cell["id"])  # fmt: skip
+        for split, result in bench.items():
+            rows += [{**common, **at, **x} for x in evaluate.benchmark_rows(split, result)]
+    return [own_columns(r, study, cell) for r in rows], items
+
+
+def grid_base(grid: dict, name: str) -> dict:
+    return next(b for b in grid["bases"] if b["name"] == name)
+
+
+def cell_columns(study, cell: dict, grid: dict) -> dict:
+    base = grid_base(grid, cell["base"])
+    params, total = base.get("params"), base.get("params_total")
+    if params is None or total is None:  # a pretrained base: its counts from pretraining
+        end = rundir.read_done(Path(base["path"]).resolve()) or {}
+        params = params or end.get("params_non_embedding")
+        total = total or end.get("params_total")
+    info = run_info(cell_dir(study, cell["id"]) / "run")
+    data = info.get("data", {})
+    return {"cell": cell["id"], "base": cell["base"], "arch": cell["arch"], "params": params,
+            "params_total": total, "construction": cell["construction"], "mix": cell["mix"],
+            "n_per_ability": cell["n_per_ability"],
+            "n_total": sum(data.get("train_counts", {}).values()) if data else 0,
+            "seed": cell["seed"], "sample_seed": cell["sample_seed"],
+            "excluded_ability": cell["excluded_ability"],
+            "schedule": info.get("config", {}).get("run", {}).get("schedule"),
+            "run_dir": str(Path(CELLS) / cell["id"] / "run") if data else None,
+            "data_manifest_sha": data.get("train_items_sha256")}  # fmt: skip
+
+
+def run_info(run_dir: Path) -> dict:
+    return rundir.read_run_info(run_dir) if (run_dir / rundir.RUN_INFO).is_file() else {}
+
+
+def checkpoint_columns(run_dir: Path, step: int) -> dict:
+    """tokens_total and the per-ability validation losses logged at ``step``."""
+    rows = rundir.read_metrics(run_dir) if (run_dir / rundir.METRICS).is_file() else []
+    at = [r for r in rows if r.get("step") == step]
+    tokens = max((r["tokens"] for r in at if r.get("tokens") is not None), default=0.0)
+    losses = {k[5:-5]: v for r in at if r.get("kind") == "valid"
+              for k, v in r.items() if k.startswith("eval_") and k.endswith("_loss")}  # fmt: skip
+    return {"tokens_total": float(tokens), "_losses": losses}
+
+
+def own_columns(row: dict, study, cell: dict) -> dict:
+    """n_own, tokens_own and valid_loss: this row's ability's share of the cell's training."""
+    info = run_info(cell_dir(study, cell["id"]) / "run").get("data", {})
+    counts, tokens = info.get("train_counts", {}), info.get("assistant_tokens", {})
+    share = tokens.get(row["ability"], 0) / sum(tokens.values()) if tokens else 0.0
+    losses = row.pop("_losses", {})
+    return {
+        **row,
+        "n_own": counts.get(row["ability"], 0),
+        "tokens_own": row["tokens_total"] * share,
+        "valid_loss": losses.get(row["ability"]),
+    }
+
+
+def write_rows(study, cell_id: str, rows: list[dict], items: list[dict]) -> None:
+    """The per-item shard, then the results shard (which marks the cell done)."""
+    results.write_shard(study, cell_id, results.frame(items, per_item=True), per_item=True)
+    faults.point("mid_results_write")
+    results.write_shard(study, cell_id, results.frame(rows))
+
+
+def prune(cell: dict, folder: Path, keep: str, rows: list[dict]) -> None:
+    """Checkpoint retention once the cell is scored: all | scored | best | last."""
+    run = folder / "run"
+    if cell["kind"] != "sft" or keep == "all" or not run.is_dir():
+        return
+    scored = {int(r["step"]) for r in rows}
+    if keep == "best":
+        valid = pd.DataFrame([r for r in rows if r["split"] == "valid"])
+        scored = {int(valid.groupby("step")["score"].mean().idxmax())} if len(valid) else set()
+    for ckpt in rundir.checkpoints(run):
+        step = int(ckpt.name.rsplit("-", 1)[1])
+        if keep == "last" or step not in scored:
+            shutil.rmtree(ckpt, ignore_errors=True)
+
+
+def thread_env(threads: int | None) -> dict[str, str]:
+    """Environment that caps a worker's CPU threads."""
+    if not threads:
+        return {}
+    return {k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def set_threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+        os.environ.update(thread_env(threads))

@@ -1,0 +1,103 @@
+"""Scoring a cell's checkpoints and turning the scores into results rows.
+
+Each scored checkpoint gets ``cells/<id>/eval/e<epoch>-s<step>/``: for each split,
+``<split>.pred.jsonl`` + ``<split>.pred.rules.json`` (doit.eval.predict) and
+``<split>.scores.json`` (doit.eval.score), written atomically; a scores file that exists is
+read back, so a cell killed mid-evaluation re-scores only what is missing. Splits: ``valid``
+(the ten abilities) and ``test`` (the ten plus the C-Eval sets); public benchmarks the grid
+names add ``<name>`` (0-shot) or ``<name>-<k>shot`` rows.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from pathlib import Path
+
+from doit import faults
+from doit.data.io import write_json
+from doit.train import rundir
+
+SPLITS = ("valid", "test")
+
+
+def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, Path]]:
+    """(epoch, step, model dir) of the checkpoints ``eval_epochs`` names (all | last | [e...])."""
+    done = rundir.read_done(run_dir) or {}
+    if eval_epochs == "last":
+        return [(float(done["epoch"]), int(done["step"]), run_dir)]
+    out = []
+    for ckpt in rundir.checkpoints(run_dir):
+        state = json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
+        epoch, step = float(state["epoch"]), int(state["global_step"])
+        if eval_epochs == "all" or round(epoch) in eval_epochs:
+            out.append((epoch, step, ckpt))
+    return out
+
+
+def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=None,
+                seed: int = 0) -> dict[str, dict]:  # fmt: skip
+    """{split: scores.json} for one model, predicting only the splits not yet scored."""
+    from doit.data.load import load_items
+    from doit.eval import predict
+    from doit.eval.score import score_file
+
+    out, model = {}, None
+    for split in SPLITS:
+        path = folder / f"{split}.scores.json"
+        if not path.is_file():
+            started = time.perf_counter()
+            if model is None:
+                model, tokenizer = predict.load_model(str(model_dir), chat_format=chat_format,
+                                                      seed=seed)  # fmt: skip
+            items = load_items(doit_dir, split, ood=split == "test")
+            pred = folder / f"{split}.pred.jsonl"
+            predict.predict_to(pred, model, tokenizer, items, grid["eval_batch_size"],
+                               predict.budgets(grid["max_new_tokens"]), chat_format)  # fmt: skip
+            result = score_file(items, pred)
+            result["eval_s"] = round(time.perf_counter() - started, 3)
+            write_json(path, result)
+            faults.point("mid_eval")
+        out[split] = json.loads(path.read_text(encoding="utf-8"))
+    return out
+
+
+def score_benchmarks(model_dir, folder: Path, benchmarks: list[dict], cell_id: str) -> dict:
+    """{split name: BENCH.json} for the benchmarks whose ``cells`` pattern matches the cell."""
+    from doit.eval.public_bench import letter_tokens, make_lm, run_bench
+
+    out, lm = {}, None
+    for b in benchmarks:
+        if not fnmatch.fnmatch(cell_id, b["cells"]):
+            continue
+        split = b["name"] if not b["shots"] else f"{b['name']}-{b['shots']}shot"
+        path = folder / f"{split}.bench.json"
+        if not path.is_file():
+            lm = lm or make_lm(str(model_dir))
+            result = run_bench(lm, b["data_dir"], [b["name"]], [b["shots"]],
+                               model=str(model_dir), letter_tokens=letter_tokens(lm))  # fmt: skip
+            write_json(path, result)
+        out[split] = json.loads(path.read_text(encoding="utf-8"))
+    return out
+
+
+def benchmark_rows(split: str, bench: dict) -> list[dict]:
+    rows = []
+    for name, by_shots in bench["benchmarks"].items():
+        for entry in by_shots.values():
+            n = sum(s["n"] for s in entry["subjects"].values())
+            rows.append({"split": split, "ability": name, "score": entry["macro"],
+                         "n_items": n, "chance": 25.0})  # fmt: skip
+    return rows
+
+
+def score_rows(split: str, scores: dict) -> tuple[list[dict], list[dict]]:
+    """(per-ability rows, per-item rows) of one split's scores.json (cell keys added later)."""
+    rows = [{"split": split, "ability": key, "score": e["score"], "n_items": e["n_items"],
+             "chance": e["chance"], "eval_s": scores.get("eval_s")}
+            for key, e in scores["abilities"].items()]  # fmt: skip
+    items = [{"split": split, "ability": r["ability"], "type": r["type"], "idx": r["idx"],
+              "answer_kind": r["answer_kind"], "correct": bool(r["correct"])}
+             for r in scores["items"]]  # fmt: skip
+    return rows, items

@@ -1,0 +1,225 @@
+"""Running a planned study: which cells are pending, and the backends that run them.
+
+Backends:
+- ``local``, ``--max-parallel 1``: every cell in this process, one after another (micro cells
+  through the library calls; ``launcher: python|torchrun|deepspeed`` cells train in a
+  subprocess and are scored here).
+- ``local``, ``--max-parallel K``: K worker processes at once (``python -m doit.grid run-cell``),
+  each with ``--threads T`` CPU threads and, where there are GPUs, its own ``gpus`` of them.
+- ``slurm``: a submitit job array (K = array concurrency) of the same worker function;
+  ``submitit-local`` runs that array through submitit's local executor (try a Slurm study here).
+
+Pretraining cells run first (their own wave), then the rest. A failing cell is recorded in
+its ``status.json`` and never stops the others; ``--retry-failed`` runs failed cells again
+(otherwise they are left as they are). A cell is locked while it runs (``flock`` on
+``cells/<id>/lock``), so two runners never work on one cell.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+from doit.data.io import write_json
+from doit.grid import results
+from doit.grid.cell import cell_dir, is_done, run_cell, set_threads, thread_env
+from doit.grid.plan import read_plan
+
+STATUS = "status.json"
+BACKENDS = ("local", "slurm", "submitit-local")
+
+
+class Busy(RuntimeError):
+    """Another process holds the cell's lock."""
+
+
+@contextmanager
+def cell_lock(study, cell_id: str):
+    folder = cell_dir(study, cell_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "lock").open("w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(cell_id) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def is_locked(study, cell_id: str) -> bool:
+    try:
+        with cell_lock(study, cell_id):
+            return False
+    except Busy:
+        return True
+
+
+def read_status(study, cell_id: str) -> dict:
+    path = cell_dir(study, cell_id) / STATUS
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def state(study, cell: dict) -> str:
+    """pending | running | done | failed."""
+    if is_done(study, cell):
+        return "done"
+    if is_locked(study, cell["id"]):
+        return "running"
+    return "failed" if read_status(study, cell["id"]).get("state") == "failed" else "pending"
+
+
+def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | None = None) -> str:
+    """Run one cell under its lock, recording how it ended; returns its final state.
+    A failure is recorded, never raised: one cell never stops the others."""
+    set_threads(threads)
+    try:
+        with cell_lock(study, cell_id):
+            write_json(cell_dir(study, cell_id) / STATUS,
+                       {"state": "running", "pid": os.getpid(), "host": os.uname().nodename,
+                        "started": time.strftime("%Y-%m-%dT%H:%M:%S")})  # fmt: skip
+            try:
+                run_cell(study, cell_id, launch)
+            except Exception as e:  # noqa: BLE001 - recorded for `status`, the run goes on
+                error = f"{type(e).__name__}: {e}".strip().splitlines()[-1]
+                write_json(cell_dir(study, cell_id) / STATUS,
+                           {"state": "failed", "error": error,
+                            "traceback": traceback.format_exc()})  # fmt: skip
+                return "failed"
+            write_json(cell_dir(study, cell_id) / STATUS, {"state": "done"})
+            return "done"
+    except Busy:
+        return "running"
+
+
+def todo(study, pattern: str | None = None, retry_failed: bool = False) -> list[list[dict]]:
+    """Waves of cells to run: pretraining first, then the rest (done and running cells left out)."""
+    cells = [c for c in read_plan(study)["cells"] if not pattern or
+             fnmatch.fnmatch(c["id"], pattern)]  # fmt: skip
+    states = {c["id"]: state(study, c) for c in cells}
+    wanted = {"pending", "failed"} if retry_failed else {"pending"}
+    ready = [c for c in cells if states[c["id"]] in wanted]
+    return [w for w in ([c for c in ready if c["kind"] == "pretrain"],
+                        [c for c in ready if c["kind"] != "pretrain"]) if w]  # fmt: skip
+
+
+def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int | None = None,
+              pattern: str | None = None, retry_failed: bool = False, slurm: dict | None = None
+              ) -> dict[str, str]:  # fmt: skip
+    """Run every pending cell; returns {cell id: final state}; then writes results.csv."""
+    ended: dict[str, str] = {}
+    for wave in todo(study, pattern, retry_failed):
+        ids = [c["id"] for c in wave]
+        if backend == "local" and max_parallel == 1:
+            ended |= {cid: work_cell(study, cid, threads) for cid in ids}
+        elif backend == "local":
+            ended |= run_workers(study, ids, max_parallel, threads)
+        else:
+            ended |= run_submitit(study, ids, max_parallel, threads, backend, slurm or {})
+    results.write_csv(study)
+    return ended
+
+
+# --- local worker processes ----------------------------------------------------------------------
+def gpu_slots(max_parallel: int, gpus_per_cell: int) -> list[str | None]:
+    """CUDA_VISIBLE_DEVICES of each worker slot (None without GPUs)."""
+    try:
+        import torch
+
+        count = torch.cuda.device_count()
+    except ImportError:
+        count = 0
+    if not count:
+        return [None] * max_parallel
+    slots = count // gpus_per_cell
+    if slots < 1:
+        raise RuntimeError(f"a cell wants {gpus_per_cell} GPUs; this machine has {count}")
+    return [",".join(str(s * gpus_per_cell + g) for g in range(gpus_per_cell))
+            for s in range(min(max_parallel, slots))]  # fmt: skip
+
+
+def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -> dict:
+    """Each cell in a worker process; K at once; each slot keeps its own GPUs."""
+    gpus = read_plan(study)["grid"].get("gpus", 1)
+    slots = gpu_slots(max_parallel, gpus)
+    free = list(range(len(slots)))
+
+    def one(cid: str) -> tuple[str, str]:
+        slot = free.pop()
+        env = {**os.environ, **thread_env(threads)}
+        if slots[slot] is not None:
+            env["CUDA_VISIBLE_DEVICES"] = slots[slot]
+        try:
+            cmd = [sys.executable, "-m", "doit.grid", "run-cell", str(study), cid]
+            cmd += ["--threads", str(threads)] if threads else []
+            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=False)
+        finally:
+            free.append(slot)
+        return cid, state(study, _cell(study, cid))
+
+    with ThreadPoolExecutor(len(slots)) as pool:
+        return dict(pool.map(one, ids))
+
+
+def _cell(study, cid: str) -> dict:
+    return next(c for c in read_plan(study)["cells"] if c["id"] == cid)
+
+
+def _kind(study, cid: str) -> str:
+    return _cell(study, cid)["kind"]
+
+
+# --- Slurm through submitit ----------------------------------------------------------------------
+def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
+    """One array task: single-node cells run as locally; a multi-node cell's task on every node
+    launches its rank group (node rank and master from the Slurm environment); node 0 scores."""
+    import submitit
+
+    plan = read_plan(study)
+    nodes = plan["grid"].get("nodes", 1)
+    if nodes == 1 or _kind(study, cell_id) == "pretrain":
+        return work_cell(study, cell_id, threads)
+    env = submitit.JobEnvironment()
+    launch = {"node_rank": str(env.node), "master_addr": env.hostnames[0]}
+    if env.node != 0:
+        from doit.grid.cell import train
+
+        keys = {k: plan["grid"][k] for k in ("launcher", "gpus", "nodes") if k in plan["grid"]}
+        train(_cell(study, cell_id), cell_dir(study, cell_id), {**keys, **launch})
+        return "worker"
+    return work_cell(study, cell_id, threads, launch)
+
+
+def run_submitit(study, ids: list[str], max_parallel: int, threads: int | None, backend: str,
+                 slurm: dict) -> dict:  # fmt: skip
+    import submitit
+
+    grid = read_plan(study)["grid"]
+    folder = Path(study) / "slurm" / "%j"
+    if backend == "submitit-local":
+        executor = submitit.AutoExecutor(folder=folder, cluster="local")
+    else:
+        executor = submitit.AutoExecutor(folder=folder)
+    params = {"timeout_min": 24 * 60, **grid.get("slurm", {}), **slurm}
+    executor.update_parameters(slurm_array_parallelism=max_parallel, nodes=grid.get("nodes", 1),
+                               tasks_per_node=1, **params)  # fmt: skip
+    jobs = executor.map_array(slurm_task, [str(study)] * len(ids), ids, [threads] * len(ids))
+    out = {}
+    for cid, job in zip(ids, jobs):
+        try:
+            result = job.result()
+            out[cid] = result[0] if isinstance(result, list) else result
+        except Exception as e:  # noqa: BLE001 - a job that died before recording its state
+            out[cid] = "failed"
+            write_json(cell_dir(study, cid) / STATUS, {"state": "failed", "error": str(e)})
+    return out

@@ -1,0 +1,113 @@
+"""Planning: grid expansion, stable cell ids, the missing-base message, replanning."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from doit.grid.plan import PlanError, expand, write_plan
+from doit.grid.spec import GridError, load_grid
+from tests.grid.conftest import grid_dict, write_grid
+
+
+def plan(tmp_path, base, name="grid.yaml", **keys):
+    return expand(load_grid(write_grid(tmp_path / name, grid_dict(base, **keys))))
+
+
+def ids(cells) -> dict[str, str]:
+    """label (id without its hash) -> id."""
+    return {c["id"].rsplit("-", 1)[0]: c["id"] for c in cells}
+
+
+def test_expansion_covers_bases_data_and_seeds(tmp_path, tiny_base):
+    cells = plan(tmp_path, tiny_base, seed=[0, 1],
+                 data={"per_ability": [1, 4], "loo": {"values": [4]}})  # fmt: skip
+    labels = sorted(ids(cells))
+    assert len(cells) == 2 * (1 + 2 + 10)  # seeds x (n = 0, two n, ten leave-one-out cells)
+    assert "tiny-n0000-s1" in labels and "tiny-n0004-no_ethics-s0" in labels
+    loo = next(c for c in cells if c["id"].startswith("tiny-n0004-no_math-s0"))
+    assert loo["excluded_ability"] == "math" and loo["n_total"] == 36
+    assert loo["recipe"]["exclude_abilities"] == ["math"]
+    base = next(c for c in cells if c["kind"] == "base")
+    assert base["construction"] == "base" and base["n_per_ability"] == 0
+
+
+def test_ids_are_stable_and_ignore_execution_details(tmp_path, tiny_base):
+    first = ids(plan(tmp_path, tiny_base))
+    assert ids(plan(tmp_path, tiny_base)) == first
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(tiny_base, moved)
+    bases = [{"name": "tiny", "arch": "llama", "params": 1000, "path": str(moved)}]
+    same = plan(tmp_path, tiny_base, launcher="python", bases=bases,
+                sft={**grid_dict(tiny_base)["sft"], "overrides": {
+                    **grid_dict(tiny_base)["sft"]["overrides"], "logging_steps": 5,
+                    "dataloader_num_workers": 2}})  # fmt: skip
+    assert ids(same) == first
+    lr = grid_dict(tiny_base)["sft"]
+    lr["overrides"] = {**lr["overrides"], "learning_rate": 3e-4}
+    changed = ids(plan(tmp_path, tiny_base, sft=lr))
+    assert changed["tiny-n0000-s0"] == first["tiny-n0000-s0"]  # the untuned base is not trained
+    assert changed["tiny-n0001-s0"] != first["tiny-n0001-s0"]
+    budgets = ids(plan(tmp_path, tiny_base, max_new_tokens={**grid_dict(tiny_base)[
+        "max_new_tokens"], "math": 64}))  # fmt: skip
+    assert budgets["tiny-n0000-s0"] != first["tiny-n0000-s0"]  # evaluation settings count
+
+
+def test_a_missing_base_without_pretrain_names_the_path_and_the_way_to_build_it(tmp_path):
+    missing = tmp_path / "no_such_base"
+    with pytest.raises(PlanError) as e:
+        plan(tmp_path, missing)
+    assert str(missing) in str(e.value) and "pretrain" in str(e.value)
+    assert "make ladder" in str(e.value)
+
+
+def test_a_missing_base_with_pretrain_becomes_a_cell_the_others_wait_for(tmp_path):
+    bases = [{"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
+              "pretrain": {"config": "recipes/configs/pretrain/vanilla_xs.yaml",
+                           "overrides": {"seed": 1}}}]  # fmt: skip
+    cells = plan(tmp_path, tmp_path, bases=bases)
+    assert cells[0]["kind"] == "pretrain" and cells[0]["overrides"] == {"seed": 1}
+    assert all(c["needs"] == cells[0]["id"] for c in cells[1:])
+
+
+@pytest.mark.parametrize(
+    "keys, where",
+    [
+        ({"launcher": "slurm"}, "launcher"),
+        ({"data": {"per_ability": [0]}}, "data.per_ability"),
+        (
+            {"data": {"per_ability": [1], "loo": {"values": [1], "abilities": ["maths"]}}},
+            "data.loo.abilities",
+        ),
+        ({"max_new_tokens": {"mc": 4}}, "max_new_tokens"),
+        ({"eval_epochs": "best"}, "eval_epochs"),
+        ({"bases": [{"name": "b", "arch": "llama", "path": "x"}]}, "bases[0].params"),
+        ({"sft": {"config": "nope.yaml"}}, "sft.config"),
+        ({"sedd": [0]}, "sedd"),
+    ],
+)
+def test_bad_grids_name_the_file_and_the_key(tmp_path, tiny_base, keys, where):
+    path = write_grid(tmp_path / "bad.yaml", grid_dict(tiny_base, **keys))
+    with pytest.raises(GridError) as e:
+        load_grid(path)
+    assert str(e.value).startswith(f"{path}: {where}")
+
+
+def test_a_study_refuses_another_grid_unless_replanned(tmp_path, tiny_base):
+    study = tmp_path / "study"
+    grid = load_grid(write_grid(tmp_path / "g.yaml", grid_dict(tiny_base)))
+    cells, _ = write_plan(grid, study)
+    shard = study / "results" / f"{cells[-1]['id']}.parquet"
+    shard.parent.mkdir()
+    shard.write_bytes(b"stands for a finished cell")
+    other = grid_dict(tiny_base, data={"per_ability": [1]}, seed=[0])
+    changed = load_grid(write_grid(tmp_path / "g.yaml", other))
+    with pytest.raises(PlanError, match="differs in: data.loo"):
+        write_plan(changed, study)
+    kept, retired = write_plan(changed, study, replan=True)
+    assert retired == [cells[-1]["id"]] and not shard.exists()
+    assert (study / "retired" / "results" / shard.name).is_file()
+    assert {c["id"] for c in kept} == {c["id"] for c in cells[:-1]}
+    assert json.loads((study / "plan.json").read_text())["grid"]["data"] == {"per_ability": [1]}
