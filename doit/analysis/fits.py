@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from scipy import optimize
 from scipy.special import expit, gammaln
 
@@ -260,10 +261,8 @@ def _fit(counts, idx, column, log_base):
     return fit
 
 
-def fits_table(grid: GridFits) -> "pd.DataFrame":
+def fits_table(grid: GridFits) -> pd.DataFrame:
     """fits.csv: one row per series and form, with the parameters' 95% CIs."""
-    import pandas as pd
-
     rows = []
     for axis, fits in (("data", grid.data), ("size", grid.size)):
         for key, fit in fits.items():

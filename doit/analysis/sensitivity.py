@@ -100,8 +100,8 @@ def sensitivities(grid: GridFits, delta: float = DELTA) -> tuple[pd.DataFrame, d
         size_fits = [f for k, f in grid.size.items() if k[0] == a]
         d, d_reps = slope(data_fits, 4.0)
         s, s_reps = slope(size_fits, 2.0)
-        d_lo, d_hi = _ci(d_reps)
-        s_lo, s_hi = _ci(s_reps)
+        d_lo, d_hi = interval(d, d_reps)
+        s_lo, s_hi = interval(s, s_reps)
         sat = saturation_n(data_fits)
         data_class, size_class = classify(d_lo, d_hi, delta), classify(s_lo, s_hi, delta)
         rows.append({"ability": a, "data_sensitivity": d, "data_sensitivity_lo": d_lo,
@@ -114,10 +114,21 @@ def sensitivities(grid: GridFits, delta: float = DELTA) -> tuple[pd.DataFrame, d
     return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class"]), reps
 
 
-def _ci(reps) -> tuple[float, float]:
-    if reps is None:
+def interval(point: float, reps, level: float = 0.95) -> tuple[float, float]:
+    """Bias-corrected percentile bootstrap interval: the percentiles are shifted by the share of
+    replicates below the point estimate (z0), which removes the median bias a nonlinear fit
+    gives plain percentile intervals."""
+    if reps is None or np.isnan(point):
         return np.nan, np.nan
-    lo, hi = np.nanpercentile(reps, [2.5, 97.5])
+    reps = np.asarray(reps, float)
+    reps = reps[~np.isnan(reps)]
+    if len(reps) == 0:
+        return np.nan, np.nan
+    below = (np.mean(reps < point) + np.mean(reps <= point)) / 2
+    z0 = norm.ppf(np.clip(below, 1 / len(reps), 1 - 1 / len(reps)))
+    z = norm.ppf((1 + level) / 2)
+    q = norm.cdf([2 * z0 - z, 2 * z0 + z]) * 100
+    lo, hi = np.percentile(reps, q)
     return float(lo), float(hi)
 
 
