@@ -1,0 +1,243 @@
+"""Complexity and Transference: the two ability features the study explains sensitivity with,
+defined operationally here (definitions in README.md; both pluggable: ``explain`` takes any
+feature columns of a features table).
+
+- ``complexity(model, tokenizer, items)``: 1 - (acc_rank - chance) / (100 - chance), where
+  acc_rank is the untuned base's format-free ranking accuracy: the share of items whose gold
+  answer text has a higher mean per-token log-likelihood after the prompt than every
+  alternative (the other option texts for mc/tf/multiselect, the two distractors for open
+  items, the gold answers of 3 other items of the same ability for cloze and math); beside it
+  the gold answer's length in tokens, its reasoning steps (lines) and its mean per-token NLL.
+- ``transference(counts)``: T_a = (S_a(LOO_a, n) - c_a) / (S_a(all, n) - c_a), summed over the
+  (base, n) pairs that have both cells, with a bootstrap CI; empty when the full-mix gain's
+  CI includes 0. Without leave-one-out cells, a weaker uniform-grid proxy, labelled as such.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from doit.analysis.bootstrap import Counts
+from doit.analysis.fits import uniform
+from doit.analysis.sensitivity import interval
+
+LOO, PROXY = (
+    "leave-one-out",
+    "uniform-grid proxy (weaker): share of the n_max gain over the base reached at n_min",
+)
+_OPTION = re.compile(r"^\s*([A-F])\s*[.．、:：)]\s*(.+?)\s*$")
+
+
+# --- Transference ------------------------------------------------------------------------------
+def transference(counts: Counts) -> pd.DataFrame:
+    pts = counts.points
+    grid = uniform(pts)
+    rows = []
+    for ability in sorted(pts["ability"].unique()):
+        own = (pts["ability"] == ability).to_numpy()
+        loo = own & (pts["excluded_ability"].astype("string") == ability).fillna(False).to_numpy()
+        if loo.any():
+            rows.append(_loo(counts, ability, own & grid, loo))
+        else:
+            rows.append(_proxy(counts, ability, own & grid, own))
+    return pd.DataFrame(rows)
+
+
+def _score(counts, idx):
+    """Point and replicate sums of (score - chance) in points over columns ``idx``."""
+    c = counts.points.loc[idx, "chance"].to_numpy(float)
+    pt = (100 * counts.points.loc[idx, "k"] / counts.points.loc[idx, "m"] - c).sum()
+    reps = (100 * counts.k[:, idx] / counts.m[:, idx] - c).sum(1)
+    return float(pt), reps
+
+
+def _loo(counts, ability, full_mask, loo_mask):
+    pts = counts.points
+    key = ["base", "n_per_ability"]
+    full = pts[full_mask][key].assign(i_all=np.nonzero(full_mask)[0])
+    left = pts[loo_mask][key].assign(i_loo=np.nonzero(loo_mask)[0])
+    pairs = full.merge(left, on=key)
+    gain, gain_reps = _score(counts, pairs["i_all"].to_numpy())
+    kept, kept_reps = _score(counts, pairs["i_loo"].to_numpy())
+    return _row(ability, LOO, len(pairs), gain, gain_reps, kept, kept_reps)
+
+
+def _proxy(counts, ability, grid_mask, own):
+    pts = counts.points
+    sub = pts[grid_mask]
+    base_of = {
+        b: i for i, b in pts[own & (pts["construction"] == "base").to_numpy()]["base"].items()
+    }
+    sub = sub[sub["base"].isin(base_of)]
+    if sub.empty:
+        return _row(ability, PROXY, 0, np.nan, None, np.nan, None)
+    n = sub["n_per_ability"].astype(float)
+    lo, hi = sub[n == n.min()], sub[n == n.max()]
+    gain, gain_reps = _diff(counts, hi.index, hi["base"].map(base_of))
+    kept, kept_reps = _diff(counts, lo.index, lo["base"].map(base_of))
+    return _row(ability, PROXY, len(hi), gain, gain_reps, kept, kept_reps)
+
+
+def _diff(counts, idx, ref):
+    """Point and replicate sums of score(idx) - score(ref), in points."""
+    idx, ref = np.asarray(idx), np.asarray(ref)
+    k, m = counts.points["k"].to_numpy(float), counts.points["m"].to_numpy(float)
+    pt = float((100 * k[idx] / m[idx] - 100 * k[ref] / m[ref]).sum())
+    reps = 100 * (counts.k[:, idx] / counts.m[:, idx] - counts.k[:, ref] / counts.m[:, ref])
+    return pt, reps.sum(1)
+
+
+def _row(ability, method, pairs, gain, gain_reps, kept, kept_reps):
+    g_lo, g_hi = interval(gain, gain_reps) if gain_reps is not None else (np.nan, np.nan)
+    row = {"ability": ability, "transference_method": method, "transference_pairs": pairs,
+           "full_gain": gain / max(pairs, 1), "full_gain_lo": g_lo / max(pairs, 1),
+           "full_gain_hi": g_hi / max(pairs, 1), "transference": np.nan,
+           "transference_lo": np.nan, "transference_hi": np.nan, "transference_note": ""}  # fmt: skip
+    if gain_reps is None or np.isnan(g_lo):
+        row["transference_note"] = "no cells to measure it"
+    elif g_lo <= 0 <= g_hi:
+        row["transference_note"] = "empty: the full-mix gain's CI includes 0"
+    else:
+        t = kept / gain
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reps = kept_reps / gain_reps
+        lo, hi = interval(t, reps[np.isfinite(reps)])
+        row.update(transference=t, transference_lo=lo, transference_hi=hi)
+    return row
+
+
+# --- Complexity ---------------------------------------------------------------------------------
+def candidates(item: dict, same_ability: list[dict]) -> tuple[str, list[str]] | None:
+    """(gold answer text, alternative texts) for the ranking test, or None when the item has
+    no alternatives to rank against."""
+    kind, answer = item["answer_kind"], item["messages"][-1]["content"]
+    if kind == "open":
+        return item["choices"][0], list(item["choices"][1:3])
+    if kind in ("mc", "multiselect"):
+        options = dict(m.groups() for line in item["messages"][-2]["content"].splitlines()
+                       if (m := _OPTION.match(line)))  # fmt: skip
+        gold = [options[x] for x in item["gold"] if x in options]
+        alts = [t for x, t in options.items() if x not in item["gold"]]
+        return ("；".join(gold), alts) if gold and alts else None
+    if kind == "tf":
+        alts = [o["messages"][-1]["content"] for o in same_ability
+                if o["answer_kind"] == "tf" and o["gold"] != item["gold"]]  # fmt: skip
+        return (answer, alts[:1]) if alts else None
+    others = [o["gold"] for o in same_ability if o["gold"] and o["gold"] != item["gold"]]
+    start = sum(map(ord, item["uid"])) % max(len(others), 1)
+    alts = list(dict.fromkeys(others[start:] + others[:start]))[:3]
+    return (item["gold"], alts) if item["gold"] and alts else None
+
+
+def complexity(model, tokenizer, items: list[dict], batch_size: int = 16) -> pd.DataFrame:
+    """features.csv's Complexity columns per ability, from an untuned base's likelihoods."""
+    from doit.eval.predict import choice_sequences, max_length, span_logprobs
+
+    limit = max_length(model, tokenizer)
+    by_ability: dict[str, list[dict]] = {}
+    for it in items:
+        by_ability.setdefault(it["ability"], []).append(it)
+    rows = []
+    for ability, mine in sorted(by_ability.items()):
+        hits, chance, length, nll, steps = [], [], [], [], []
+        for it in mine:
+            pair = candidates(it, mine)
+            if pair is None:
+                continue
+            gold, alts = pair
+            seqs = choice_sequences(tokenizer, {**it, "choices": [gold, *alts]}, limit)
+            sums = []
+            for i in range(0, len(seqs), batch_size):
+                sums += span_logprobs(model, seqs[i : i + batch_size], tokenizer.pad_token_id)
+            mean = [s / max(len(q) - start, 1) for s, (q, start) in zip(sums, seqs)]
+            hits.append(mean[0] > max(mean[1:]))
+            chance.append(1 / (1 + len(alts)))
+            length.append(len(seqs[0][0]) - seqs[0][1])
+            nll.append(-mean[0])
+            steps.append(len([x for x in it["messages"][-1]["content"].splitlines() if x.strip()]))
+        if not hits:
+            continue
+        acc, c = 100 * float(np.mean(hits)), 100 * float(np.mean(chance))
+        rows.append({"ability": ability, "complexity": 1 - (acc - c) / (100 - c),
+                     "acc_rank": acc, "chance_rank": c, "ranked_items": len(hits),
+                     "answer_tokens": float(np.mean(length)),
+                     "reasoning_steps": float(np.mean(steps)), "gold_nll": float(np.mean(nll))})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# --- Explain ------------------------------------------------------------------------------------
+def explain(
+    sens: pd.DataFrame,
+    reps: dict,
+    feats: pd.DataFrame,
+    features=("complexity", "transference"),
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Regress each sensitivity on the features across abilities: coefficients with bootstrap
+    CIs (abilities resampled, each replicate on its own sensitivity replicate), R^2 and
+    leave-one-ability-out predictive R^2. Features missing for every ability are dropped."""
+    rng = np.random.default_rng(seed)
+    df = sens.merge(feats, on="ability", how="inner")
+    use = [f for f in features if f in df and df[f].notna().sum() >= 3]
+    rows = []
+    for target in ("data_sensitivity", "size_sensitivity"):
+        d = df.dropna(subset=[target, *use])
+        if not use or len(d) < len(use) + 2:
+            continue
+        X = np.column_stack([np.ones(len(d)), d[use].to_numpy(float)])
+        y = d[target].to_numpy(float)
+        beta = np.linalg.lstsq(X, y, rcond=None)[0]
+        r2 = 1 - ((y - X @ beta) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+        press = [y[i] - X[i] @ np.linalg.lstsq(np.delete(X, i, 0), np.delete(y, i), rcond=None)[0]
+                 for i in range(len(y))]  # fmt: skip
+        q2 = 1 - np.sum(np.square(press)) / ((y - y.mean()) ** 2).sum()
+        axis = target.split("_")[0]
+        rep = (
+            np.column_stack([reps[a][axis] for a in d["ability"]])
+            if all(reps.get(a, {}).get(axis) is not None for a in d["ability"])
+            else None
+        )
+        boot = []
+        for r in range(200 if rep is None else rep.shape[0]):
+            pick = rng.integers(0, len(y), len(y))
+            yr = y[pick] if rep is None else rep[r, pick]
+            boot.append(np.linalg.lstsq(X[pick], yr, rcond=None)[0])
+        lo, hi = np.nanpercentile(np.array(boot), [2.5, 97.5], axis=0)
+        for j, name in enumerate(["intercept", *use]):
+            rows.append({"target": target, "term": name, "coef": beta[j], "coef_lo": lo[j],
+                         "coef_hi": hi[j], "r2": r2, "loao_r2": q2, "abilities": len(y)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+PLANTED = {"transference": ["shared_fraction"], "complexity": ["steps", "needs_pretrained_facts"],
+           "data_sensitivity": ["learnable", "expected_plateau", "saturates_at"]}  # fmt: skip
+
+
+def planted_correlations(measured: pd.DataFrame, truth: dict) -> pd.DataFrame:
+    """Spearman correlations of measured features with a micro corpus's planted properties."""
+    planted = pd.DataFrame([{"ability": a, **{k: _num(v.get(k)) for ks in PLANTED.values() for k in ks}}
+                            for a, v in truth.get("abilities", {}).items()])  # fmt: skip
+    df = measured.merge(planted, on="ability", how="inner")
+    rows = []
+    for mine, theirs in PLANTED.items():
+        for t in theirs:
+            if mine not in df or t not in df:
+                continue
+            d = df[[mine, t]].dropna()
+            rho = (
+                spearmanr(d[mine], d[t]).statistic if len(d) >= 3 and d[t].nunique() > 1 else np.nan
+            )
+            rows.append({"measured": mine, "planted": t, "abilities": len(d), "spearman": rho})
+    return pd.DataFrame(rows)
+
+
+def _num(v):
+    if isinstance(v, list):
+        return float(np.mean(v))
+    if isinstance(v, bool):
+        return float(v)
+    return np.nan if v is None else float(v)
