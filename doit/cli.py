@@ -5,6 +5,7 @@
     doit ladder --out runs/ladder                   the micro base ladder
     doit sft --config recipes/configs/sft/micro/full.yaml ...   fine-tuning (= recipes/sft.py)
     doit eval predict|score|bench ...               evaluation (= python -m doit.eval)
+    doit analysis run STUDY --out DIR               scaling analysis (= python -m doit.analysis)
     doit grid plan|run|status ...                   a scaling study (= python -m doit.grid)
 
 ``doit COMMAND --help`` lists a command's options.
@@ -21,6 +22,7 @@ COMMANDS = {
     "ladder": ("doit.train.ladder", "pretrain the micro base ladder and compare architectures"),
     "sft": ("doit.train.sft", "fine-tune a base on a DoIT cell, subset or mix"),
     "eval": ("doit.eval.cli", "predict, score, and public benchmarks"),
+    "analysis": ("doit.analysis.cli", "scaling fits, features, predictions, figures, report"),
     "grid": ("doit.grid.cli", "plan, run and watch a scaling study (recipes/grids/*.yaml)"),
 }
 

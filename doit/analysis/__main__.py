@@ -1,0 +1,5 @@
+import sys
+
+from doit.analysis.cli import main
+
+sys.exit(main())

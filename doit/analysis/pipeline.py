@@ -1,0 +1,108 @@
+"""The whole analysis in memory: read, select, bootstrap, fit, sensitivities, features,
+predictions; each CLI subcommand writes the pieces it names from one ``Analysis``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from doit.analysis import features as feat
+from doit.analysis.bootstrap import bootstrap_counts
+from doit.analysis.fits import fit_grid, fits_table
+from doit.analysis.predict import predictions, summary
+from doit.analysis.select import select_checkpoints
+from doit.analysis.sensitivity import DELTA, sensitivities
+from doit.grid.results import read_results
+
+
+@dataclass
+class Analysis:
+    source: str
+    rule: str = "study"
+    replicates: int = 1000
+    delta: float = DELTA
+    seed: int = 0
+    features_csv: str | None = None  # precomputed feature columns (pluggable)
+    complexity: pd.DataFrame | None = None  # from `features --base --data`
+    ground_truth: dict | None = None  # a micro corpus's ground_truth.json
+    notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        return read_results(self.source)
+
+    @cached_property
+    def items(self) -> pd.DataFrame | None:
+        path = Path(self.source)
+        if path.is_dir() and any((path / "items").glob("*.parquet")):
+            return read_results(path, per_item=True)
+        sibling = path.with_name(path.stem + ".items" + path.suffix)  # results.items.parquet
+        return (
+            read_results(sibling, per_item=True) if path.is_file() and sibling.is_file() else None
+        )
+
+    @cached_property
+    def selected(self) -> pd.DataFrame:
+        return select_checkpoints(self.table, self.rule)
+
+    @cached_property
+    def counts(self):
+        return bootstrap_counts(self.selected, self.items, self.replicates, self.seed)
+
+    @cached_property
+    def grid(self):
+        return fit_grid(self.counts)
+
+    @cached_property
+    def fits(self) -> pd.DataFrame:
+        return fits_table(self.grid).assign(rule=self.rule, uncertainty=self.counts.method)
+
+    @cached_property
+    def _sens(self):
+        return sensitivities(self.grid, self.delta)
+
+    @property
+    def sensitivity(self) -> pd.DataFrame:
+        return self._sens[0].assign(rule=self.rule, delta=self.delta)
+
+    @cached_property
+    def predictions(self) -> pd.DataFrame:
+        return predictions(self.counts, self.seed).assign(rule=self.rule)
+
+    @property
+    def prediction_summary(self) -> pd.DataFrame:
+        return summary(self.predictions)
+
+    @cached_property
+    def features(self) -> pd.DataFrame:
+        out = feat.transference(self.counts)
+        for extra in (self.complexity, self._features_file()):
+            if extra is not None:
+                cols = [c for c in extra.columns if c == "ability" or c not in out.columns]
+                out = out.merge(extra[cols], on="ability", how="left")
+        if "complexity" not in out:
+            out["complexity"] = float("nan")
+        return out.assign(rule=self.rule)
+
+    def _features_file(self):
+        return pd.read_csv(self.features_csv) if self.features_csv else None
+
+    @cached_property
+    def explain(self) -> pd.DataFrame:
+        return feat.explain(self._sens[0], self._sens[1], self.features, seed=self.seed)
+
+    @cached_property
+    def planted(self) -> pd.DataFrame | None:
+        if not self.ground_truth:
+            return None
+        measured = self.features.merge(self._sens[0], on="ability", how="left")
+        return feat.planted_correlations(measured, self.ground_truth)
+
+
+def load_truth(data_dir) -> dict | None:
+    path = Path(data_dir) / "ground_truth.json" if data_dir else None
+    return json.loads(path.read_text(encoding="utf-8")) if path and path.is_file() else None

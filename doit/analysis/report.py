@@ -1,0 +1,191 @@
+"""report.md and a self-contained report.html (figures embedded as base64 PNG), written from
+one list of blocks so the two say the same thing."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from doit.analysis.fits import MEANINGFUL_AICC
+from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
+from doit.analysis.sensitivity import PUBLISHED
+
+PAPER_TABLE = Path(__file__).resolve().parents[2] / "analysis" / "paper_tables.csv"
+
+
+def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
+    sens, fits = a.sensitivity, a.fits
+    chosen = fits[fits["chosen"]]
+    weak = chosen[chosen["ic_gap"] < MEANINGFUL_AICC]
+    b = [("h1", "Scaling analysis"),
+         ("p", f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
+               "macro in-domain validation score among epochs >= 5, reported on test, unless "
+               f"another rule was asked for); {int(a.selected.drop_duplicates('cell')['fallback'].sum())} "
+               "cell(s) fell back to their last epoch (fewer than 5 epochs, no validation rows, or "
+               "an untuned n = 0 base)."),
+         ("p", f"Uncertainty: {a.counts.method}, {a.counts.replicates} replicates"
+               + (" (seeds resampled first where a cell has several)." if "paired" in a.counts.method
+                  else ". Without per-item rows the cells are not paired, so CIs on differences "
+                       "between cells are wider than a paired bootstrap's."))]  # fmt: skip
+    b += [("h2", "Sensitivity and groups"),
+          ("p", "data_sensitivity: fitted points per 4x training items (averaged over bases); "
+                "size_sensitivity: fitted points per doubling of non-embedding parameters "
+                f"(averaged over n); 95% CIs. A factor is responsive when its CI's lower bound "
+                f"exceeds delta = {a.delta:g} points, resistant when its CI lies inside "
+                f"[-{a.delta:g}, {a.delta:g}], otherwise undetermined; mde_* is the smallest "
+                "sensitivity this grid and item count would detect (80% power), so an "
+                "undetermined factor with a large MDE is underpowered, not resistant."),
+          ("table", _published(sens))]  # fmt: skip
+    b += [("h2", "Fits"),
+          ("p", f"Two forms per series (logistic in log n with the chance floor fixed; "
+                f"log-linear), chosen by AICc with the number of grid points as the sample size "
+                f"(AIC when too few points). {len(weak)} of {len(chosen)} series chose with an "
+                f"AICc gap under {MEANINGFUL_AICC:g}: there the choice means little, and the "
+                "replicates choose their own form, so the CIs carry that doubt."),
+          ("table", chosen.drop(columns=["rule", "uncertainty"], errors="ignore").round(3))]  # fmt: skip
+    for name, title in (("scaling_data", "Score vs data, per ability"), ("macro", "Macro average")):
+        b += [("h3", title), ("figure", figures.get(name))]
+    b += [("h3", "Base x n"), ("figure", figures.get("heatmap"))]
+    b += _prediction_blocks(a)
+    b += _feature_blocks(a, figures)
+    b += _paper_blocks(a)
+    return b
+
+
+def _published(sens: pd.DataFrame) -> pd.DataFrame:
+    df = sens.copy()
+    df["published_group"] = df["ability"].map(PUBLISHED).fillna("")
+    df["agrees"] = np.where(
+        df["published_group"] == "", "", np.where(df["group"] == df["published_group"], "yes", "no")
+    )
+    return df.drop(columns=["rule", "delta"], errors="ignore").round(2)
+
+
+def _prediction_blocks(a):
+    s = a.prediction_summary
+    if s.empty:
+        return [
+            ("h2", "Prediction"),
+            ("p", "Too few grid points to hold any out (3 bases or 3 n needed)."),
+        ]
+    txt = (f"Fit on a subset, predict the rest: the largest base from the smaller ones, and the "
+           f"largest n from the smaller ones; 95% prediction intervals. Overall mean absolute "
+           f"error {a.predictions['abs_error'].mean():.2f} points, "
+           f"{100 * (a.predictions['abs_error'] <= LADDER_WITHIN).mean():.0f}% of held-out cells "
+           f"within {LADDER_WITHIN:g} points, interval coverage {100 * a.predictions['covered'].mean():.0f}%. "
+           f"For comparison, the model-ladder work on task scaling laws (Bhagia et al., 2024) "
+           f"predicted four tasks of 7B/13B models within {LADDER_WITHIN:g} points from small "
+           f"models and averaged {LADDER_HARD_MAE} points on harder tasks.")  # fmt: skip
+    return [("h2", "Prediction"), ("p", txt), ("table", s.round(3))]
+
+
+def _feature_blocks(a, figures):
+    f = a.features
+    methods = ", ".join(sorted(f["transference_method"].dropna().unique()))
+    notes = ("Complexity not measured (run `features --base MODEL --data DOIT_DIR`)."
+             if f["complexity"].isna().all() else "")  # fmt: skip
+    out = [("h2", "Complexity and Transference"),
+           ("p", "Complexity = 1 - (acc_rank - chance) / (100 - chance), acc_rank being the untuned "
+                 "base's format-free ranking accuracy; Transference = the share of an ability's "
+                 f"full-mix gain over chance reached without its own data ({methods}). {notes}"),
+           ("table", f.drop(columns=["rule"], errors="ignore").round(3))]  # fmt: skip
+    if not a.explain.empty:
+        out += [("h3", "Explaining sensitivity"),
+                ("p", "Each sensitivity regressed on the features across abilities (bootstrap CIs; "
+                      "loao_r2: leave-one-ability-out predictive R^2)."),
+                ("table", a.explain.round(3))]  # fmt: skip
+    out += [("figure", figures.get("sensitivity_features"))]
+    if a.planted is not None:
+        out += [("h3", "Against the micro corpus's planted properties"),
+                ("table", a.planted.round(3))]  # fmt: skip
+    return out
+
+
+def _paper_blocks(a):
+    if not PAPER_TABLE.is_file():
+        return []
+    paper = pd.read_csv(PAPER_TABLE)
+    out = [("h2", "The study's published table"),
+           ("p", "AGIEval and CMMLU of the 7B data-mix settings (Song et al., 2025), beside this "
+                 "study's scores on the same benchmark splits where it has them.")]  # fmt: skip
+    wide = paper.pivot_table(
+        index=["setting", "benchmark", "shots"], columns="epoch", values="score"
+    )
+    wide.columns = [f"paper_epoch_{int(c)}" for c in wide.columns]
+    ours = a.selected[a.selected["split"].isin(paper["benchmark"].unique())]
+    if len(ours):
+        label = ours["mix"].fillna(ours["construction"] + " " + ours["n_total"].astype("string"))
+        mine = (
+            ours.assign(setting=label, benchmark=ours["split"])
+            .groupby(["setting", "benchmark"])["score"]
+            .mean()
+        )
+        wide = wide.reset_index().merge(
+            mine.rename("reproduced").reset_index(), on=["setting", "benchmark"], how="outer"
+        )
+    else:
+        out.append(
+            ("p", "No benchmark split (agieval, cmmlu) in these results: nothing reproduced.")
+        )
+        wide = wide.reset_index()
+    return out + [("table", wide.round(2))]
+
+
+def write(a, out: Path, figures: dict[str, Path]) -> tuple[Path, Path]:
+    bl = blocks(a, figures)
+    md = out / "report.md"
+    md.write_text(to_markdown(bl, out), encoding="utf-8")
+    page = out / "report.html"
+    page.write_text(to_html(bl), encoding="utf-8")
+    return md, page
+
+
+def to_markdown(bl, out: Path) -> str:
+    parts = []
+    for kind, x in bl:
+        if kind in ("h1", "h2", "h3"):
+            parts.append("#" * int(kind[1]) + " " + x)
+        elif kind == "p":
+            parts.append(x)
+        elif kind == "table":
+            parts.append(_md_table(x))
+        elif kind == "figure" and x is not None:
+            parts.append(f"![{x.stem}]({x.relative_to(out)})")
+    return "\n\n".join(parts) + "\n"
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    cell = _cell
+    rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    rows += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join(rows)
+
+
+def _cell(v) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return ""
+    return str(v)
+
+
+def to_html(bl) -> str:
+    body = []
+    for kind, x in bl:
+        if kind in ("h1", "h2", "h3"):
+            body.append(f"<{kind}>{html.escape(x)}</{kind}>")
+        elif kind == "p":
+            body.append(f"<p>{html.escape(x).replace('**', '')}</p>")
+        elif kind == "table":
+            body.append(x.to_html(index=False, na_rep="", border=0, classes="t"))
+        elif kind == "figure" and x is not None:
+            data = base64.b64encode(Path(x).read_bytes()).decode("ascii")
+            body.append(f'<figure><img alt="{x.stem}" src="data:image/png;base64,{data}"></figure>')
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
+             "table.t{border-collapse:collapse;font-size:12px;margin:1em 0}"
+             "table.t td,table.t th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}")  # fmt: skip
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>doit scaling analysis"
+            f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>\n")  # fmt: skip
