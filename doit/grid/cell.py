@@ -87,7 +87,7 @@ def train(cell: dict, folder: Path, launch: dict) -> float:
 
         run(parse_args(["--config", config]))
     else:
-        keys = ("gpus", "nodes", "node_rank", "master_addr", "master_port")
+        keys = ("gpus", "nodes", "node_rank", "master_addr", "master_port", "hostfile")
         cmd = launch_command(launcher, config, **{k: launch[k] for k in keys if k in launch})
         _subprocess(cmd, folder / "train.log")
     if not rundir.is_done(folder / "run"):
@@ -97,8 +97,9 @@ def train(cell: dict, folder: Path, launch: dict) -> float:
 
 def launch_command(launcher: str, config: str, gpus: int = 1, nodes: int = 1,
                    node_rank: str = "0", master_addr: str = "127.0.0.1",
-                   master_port: int = 29500) -> list[str]:  # fmt: skip
-    """The command that fine-tunes one cell with ``launcher`` (run on every node if nodes > 1)."""
+                   master_port: int = 29500, hostfile: str | None = None) -> list[str]:  # fmt: skip
+    """The command that fine-tunes one cell with ``launcher``; with nodes > 1 it runs once on
+    every node (deepspeed without ssh reads the nodes and their GPUs from ``hostfile``)."""
     recipe = ["-m", "doit", "sft", "--config", config]
     if launcher == "python":
         return [sys.executable, *recipe]
@@ -108,11 +109,23 @@ def launch_command(launcher: str, config: str, gpus: int = 1, nodes: int = 1,
                   "--rdzv_endpoint", f"{master_addr}:{master_port}"])  # fmt: skip
         return ["torchrun", *where, "--nproc_per_node", str(gpus), *recipe]
     if launcher == "deepspeed":
-        where = ([] if nodes == 1 else
-                 ["--no_ssh", "--num_nodes", str(nodes), "--node_rank", node_rank,
-                  "--master_addr", master_addr, "--master_port", str(master_port)])  # fmt: skip
-        return ["deepspeed", *where, "--num_gpus", str(gpus), "--module", *recipe[1:]]
+        if nodes == 1:
+            return ["deepspeed", "--num_gpus", str(gpus), "--module", *recipe[1:]]
+        if not hostfile:
+            raise CellError("a multi-node deepspeed cell needs a hostfile")
+        return ["deepspeed", "--no_ssh", "--hostfile", hostfile, "--node_rank", node_rank,
+                "--master_addr", master_addr, "--master_port", str(master_port),
+                "--module", *recipe[1:]]  # fmt: skip
     raise CellError(f"launcher {launcher!r} has no command (inprocess runs in this process)")
+
+
+def write_hostfile(folder: Path, hosts: list[str], gpus: int) -> str:
+    """``<host> slots=<gpus>`` a line: the nodes of a multi-node cell, for deepspeed."""
+    from doit.data.io import atomic_write_text
+
+    path = folder / "hostfile"
+    atomic_write_text(path, "".join(f"{h} slots={gpus}\n" for h in hosts))
+    return str(path)
 
 
 def _subprocess(cmd: list[str], log: Path) -> None:

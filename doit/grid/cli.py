@@ -64,6 +64,12 @@ def cmd_status(a) -> int:
     return print_status(a.study)
 
 
+def cmd_table(a) -> int:
+    from doit.grid.table import print_table
+
+    return print_table(a.study, a.split)
+
+
 def cmd_run_cell(a) -> int:
     from doit.grid.runner import work_cell
 
@@ -101,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="cells pending / running / done / failed")
     s.add_argument("study", type=Path)
     s.set_defaults(func=cmd_status)
+    s = sub.add_parser("table", help="per-ability scores by base and n (last epoch)")
+    s.add_argument("study", type=Path)
+    s.add_argument("--split", default="test", help="valid or test (default test)")
+    s.set_defaults(func=cmd_table)
     s = sub.add_parser("run-cell", help="(worker) run one cell of a planned study")
     s.add_argument("study", type=Path)
     s.add_argument("cell")

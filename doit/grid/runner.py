@@ -189,8 +189,11 @@ def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
     nodes = plan["grid"].get("nodes", 1)
     if nodes == 1 or _kind(study, cell_id) == "pretrain":
         return work_cell(study, cell_id, threads)
+    from doit.grid.cell import write_hostfile
+
     env = submitit.JobEnvironment()
-    launch = {"node_rank": str(env.node), "master_addr": env.hostnames[0]}
+    hostfile = write_hostfile(cell_dir(study, cell_id), env.hostnames, plan["grid"].get("gpus", 1))
+    launch = {"node_rank": str(env.node), "master_addr": env.hostnames[0], "hostfile": hostfile}
     if env.node != 0:
         from doit.grid.cell import train
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from doit.grid.cell import launch_command
+from doit.grid.cell import launch_command, write_hostfile
 
 
 def test_single_node_commands():
@@ -17,13 +17,14 @@ def test_single_node_commands():
         "deepspeed", "--num_gpus", "4", "--module", "doit", "sft", "--config", "c.yaml"]  # fmt: skip
 
 
-def test_multi_node_deepspeed_command_runs_without_ssh_on_each_node():
-    cmd = launch_command("deepspeed", "/s/cells/x/sft.yaml", gpus=8, nodes=4, node_rank="2",
-                         master_addr="gpu-node-07", master_port=29500)  # fmt: skip
-    assert cmd == ["deepspeed", "--no_ssh", "--num_nodes", "4", "--node_rank", "2",
+def test_multi_node_deepspeed_command_runs_without_ssh_on_each_node(tmp_path):
+    hostfile = write_hostfile(tmp_path, ["gpu-node-07", "gpu-node-08"], gpus=8)
+    assert (tmp_path / "hostfile").read_text() == "gpu-node-07 slots=8\ngpu-node-08 slots=8\n"
+    cmd = launch_command("deepspeed", "/s/cells/x/sft.yaml", gpus=8, nodes=2, node_rank="1",
+                         master_addr="gpu-node-07", master_port=29500, hostfile=hostfile)  # fmt: skip
+    assert cmd == ["deepspeed", "--no_ssh", "--hostfile", hostfile, "--node_rank", "1",
                    "--master_addr", "gpu-node-07", "--master_port", "29500",
-                   "--num_gpus", "8", "--module", "doit", "sft",
-                   "--config", "/s/cells/x/sft.yaml"]  # fmt: skip
+                   "--module", "doit", "sft", "--config", "/s/cells/x/sft.yaml"]  # fmt: skip
 
 
 def test_multi_node_torchrun_command_uses_a_c10d_rendezvous():

@@ -1,0 +1,43 @@
+"""``python -m doit.grid table STUDY``: per-ability test scores by base and n, for people.
+
+Each cell's last scored epoch is shown (checkpoint selection belongs to ``doit.analysis``); the
+header says so. Columns are ``<base> n=<n>``, seeds averaged; rows the abilities, then the
+macro mean of the ten in-domain abilities, with each ability's chance score beside it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from doit.data import abilities as ab
+from doit.grid.results import read_results
+
+
+def last_epoch_scores(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
+    df = df[(df["split"] == split) & df["construction"].isin(["base", "curated"])
+            & df["excluded_ability"].isna()]  # fmt: skip
+    last = df.groupby("cell")["epoch"].transform("max")
+    return df[df["epoch"] == last]
+
+
+def score_table(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
+    df = last_epoch_scores(df, split)
+    df = df.assign(column=df["base"] + " n=" + df["n_per_ability"].astype(str))
+    table = df.pivot_table(index="ability", columns="column", values="score", aggfunc="mean")
+    order = sorted(table.columns, key=lambda c: (c.split(" n=")[0], int(c.split(" n=")[1])))
+    keys = [k for k in (*ab.ABILITY_KEYS, *ab.OOD_KEYS) if k in table.index]
+    table = table.loc[keys, order]
+    table.loc["macro (10 abilities)"] = table.loc[[k for k in ab.ABILITY_KEYS if k in keys]].mean()
+    chance = df.groupby("ability")["chance"].first()
+    table.insert(0, "chance", chance.reindex(table.index))
+    table.loc["macro (10 abilities)", "chance"] = chance.reindex(ab.ABILITY_KEYS).mean()
+    table.columns.name = table.index.name = None
+    return table
+
+
+def print_table(study, split: str = "test") -> int:
+    table = score_table(read_results(study), split)
+    print(f"{split} scores (0-100) at each cell's last epoch; seeds averaged; "
+          "checkpoint selection: python -m doit.analysis")  # fmt: skip
+    print(table.round(1).to_string(na_rep="-"))
+    return 0
