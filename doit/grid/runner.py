@@ -159,13 +159,18 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -
         env = {**os.environ, **thread_env(threads)}
         if slots[slot] is not None:
             env["CUDA_VISIBLE_DEVICES"] = slots[slot]
+        started = time.perf_counter()
+        log = cell_dir(study, cid) / "worker.log"
         try:
             cmd = [sys.executable, "-m", "doit.grid", "run-cell", str(study), cid]
             cmd += ["--threads", str(threads)] if threads else []
-            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=False)
+            with log.open("a", encoding="utf-8") as fh:
+                subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
         finally:
             free.append(slot)
-        return cid, state(study, _cell(study, cid))
+        ended = state(study, _cell(study, cid))
+        print(f"{ended:<7} {cid}  ({time.perf_counter() - started:.0f} s; log {log})", flush=True)
+        return cid, ended
 
     with ThreadPoolExecutor(len(slots)) as pool:
         return dict(pool.map(one, ids))

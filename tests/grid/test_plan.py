@@ -111,3 +111,18 @@ def test_a_study_refuses_another_grid_unless_replanned(tmp_path, tiny_base):
     assert (study / "retired" / "results" / shard.name).is_file()
     assert {c["id"] for c in kept} == {c["id"] for c in cells[:-1]}
     assert json.loads((study / "plan.json").read_text())["grid"]["data"] == {"per_ability": [1]}
+
+
+@pytest.mark.parametrize("name", ["demo", "micro", "value-residual", "paper"])
+def test_every_shipped_grid_loads_and_plans(tmp_path, name):
+    from tests.train.tiny import REPO
+
+    grid = load_grid(REPO / "recipes" / "grids" / f"{name}.yaml")
+    if name == "paper":  # its bases live on a cluster: plan says which path it expected
+        with pytest.raises(PlanError, match="/models/chinese-llama-plus-7b holds no model"):
+            expand(grid)
+        return
+    cells = expand(grid)
+    kinds = {c["kind"] for c in cells}
+    assert {"base", "sft"} <= kinds and all(c["id"].startswith(c.get("base", "")) or
+                                            c["kind"] == "pretrain" for c in cells)  # fmt: skip
