@@ -40,9 +40,15 @@ def test_every_command_answers_help(command):
     assert "usage:" in proc.stdout
 
 
-README_SUBCOMMANDS = [
-    ["data", name] for name in ("validate", "stats", "split", "curate", "subset", "mix", "micro")
-] + [["eval", name] for name in ("predict", "score", "bench")]
+README_SUBCOMMANDS = (
+    [["data", name] for name in ("validate", "stats", "split", "curate", "subset", "mix", "micro")]
+    + [["eval", name] for name in ("predict", "score", "bench")]
+    + [["grid", name] for name in ("plan", "run", "status", "table")]
+    + [
+        ["analysis", name]
+        for name in ("run", "select", "fit", "features", "predict", "plot", "report")
+    ]
+)
 
 
 @pytest.mark.parametrize("command", README_SUBCOMMANDS, ids=" ".join)
