@@ -34,8 +34,9 @@ demo: $(VENV)/.installed check-cxx
 	test -f $(DEMO_DIR)/manifest.json || { $(PY) -m doit.data micro --out $(DEMO_DIR) && \
 	  $(PY) -m doit.data validate $(DEMO_DIR) && \
 	  $(PY) -m doit.data stats $(DEMO_DIR) --tokenizer $(DEMO_DIR)/tokenizer --plot $(DEMO_DIR)/lengths.png; }
-	$(PY) -m doit.grid plan $(DEMO_GRID) --out $(DEMO_STUDY) --replan > $(DEMO_STUDY).plan.txt || \
-	  { cat $(DEMO_STUDY).plan.txt; exit 1; }
+	mkdir -p $(DEMO_STUDY)
+	$(PY) -m doit.grid plan $(DEMO_GRID) --out $(DEMO_STUDY) --replan > $(DEMO_STUDY)/plan.txt || \
+	  { cat $(DEMO_STUDY)/plan.txt; exit 1; }
 	$(PY) -m doit.grid run $(DEMO_STUDY) --max-parallel 2 --threads 1
 	$(PY) -m doit.grid table $(DEMO_STUDY)
 	$(PY) -m doit.analysis run $(DEMO_STUDY) --out $(DEMO_STUDY)/analysis
