@@ -21,8 +21,11 @@ def cmd_plan(a) -> int:
     from doit.grid.plan import write_plan
     from doit.grid.spec import load_grid
 
-    cells, retired = write_plan(load_grid(a.grid), a.out, a.replan)
+    grid = load_grid(a.grid)
+    cells, retired = write_plan(grid, a.out, a.replan)
     print(cell_table(cells))
+    budgets = ", ".join(f"{k} {v}" for k, v in grid.max_new_tokens.items())
+    print(f"generation budgets (max_new_tokens): {budgets}; scored epochs: {grid.eval_epochs}")
     print(f"{a.out}: {len(cells)} cells planned" +
           (f"; {len(retired)} retired (results in {a.out}/retired)" if retired else ""))  # fmt: skip
     return 0
