@@ -63,10 +63,15 @@ def run_cell(study, cell_id: str, launch: dict | None = None) -> None:
 
 # --- training ------------------------------------------------------------------------------------
 def pretrain(cell: dict, grid: dict, launch: dict) -> None:
+    """Pretrain a base the grid declares, then record what built it (`plan.BASE_IDENTITY`)."""
+    from doit.data.io import write_json
+    from doit.grid.plan import BASE_IDENTITY
+
     argv = ["--config", cell["config"], "--output_dir", cell["path"],
             "--micro_dir", str(Path(grid["doit_dir"]).resolve())]  # fmt: skip
     for key, value in cell["overrides"].items():
         argv += [f"--{key}", str(value)]
+    write_json(Path(cell["path"]) / BASE_IDENTITY, cell["identity"])  # before: a kill keeps it
     if launch.get("launcher", "inprocess") == "inprocess":
         from doit.train import pretrain as pt
 

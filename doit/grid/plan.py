@@ -36,6 +36,7 @@ from doit.data.io import write_json
 from doit.grid.spec import Base, Grid
 
 PLAN = "plan.json"
+BASE_IDENTITY = "doit_base.json"  # written beside a base the runner pretrained: what built it
 CELLS = "cells"
 # Recipe keys that change how a cell runs, not what it learns: left out of the id.
 EXECUTION_KEYS = ("output_dir", "run_name", "model_name_or_path", "doit_dir", "mix", "deepspeed",
@@ -133,7 +134,7 @@ def _cell(base: Base, label: str, seed: int, sample_seed: int, identity: dict, *
 def pretrain_cell(base: Base) -> dict:
     ident = base_identity(base)
     return {"id": f"pretrain-{base.name}-{digest(ident)}", "kind": "pretrain",
-            "base": base.name, "arch": base.arch, "path": str(base.resolved),
+            "base": base.name, "arch": base.arch, "path": str(base.resolved), "identity": ident,
             "config": str(Path(base.pretrain["config"]).resolve()),
             "overrides": base.pretrain["overrides"], "needs": None}  # fmt: skip
 
@@ -149,6 +150,8 @@ def expand(grid: Grid) -> list[dict]:
                 raise PlanError(missing_base(grid, base))
             cells.append(pretrain_cell(base))
             needs = cells[-1]["id"]
+        else:
+            check_built_as_declared(grid, base)
         bid = base_identity(base)
         for seed in grid.seeds:
             ident = {"kind": "base", "base": bid, "doit_dir": grid.doit_dir, "seed": seed,
@@ -184,6 +187,19 @@ def estimate(cfg: dict, fields: dict, base: Base) -> dict:
         steps = max(math.ceil(per_epoch * epochs), cfg.get("min_steps") or 0)
     est = steps * base.s_per_step if base.s_per_step else None
     return {"n_total": total, "est_steps": steps, "est_s": est}
+
+
+def check_built_as_declared(grid: Grid, base: Base) -> None:
+    """A base this runner pretrained must match the grid's pretrain block (same path, other
+    config: an error, never a silent reuse)."""
+    path = base.resolved / BASE_IDENTITY
+    if base.pretrain and path.is_file():
+        built = json.loads(path.read_text(encoding="utf-8"))
+        if built != json.loads(json.dumps(base_identity(base))):
+            keys = ", ".join(grid_diff(built, base_identity(base))) or "?"
+            raise PlanError(f"{grid.path}: bases: {base.name}: {base.resolved} was pretrained "
+                            f"from another config (differs in: {keys}); give this base "
+                            "another path or delete that directory")  # fmt: skip
 
 
 def missing_base(grid: Grid, base: Base) -> str:

@@ -126,3 +126,21 @@ def test_every_shipped_grid_loads_and_plans(tmp_path, name):
     kinds = {c["kind"] for c in cells}
     assert {"base", "sft"} <= kinds and all(c["id"].startswith(c.get("base", "")) or
                                             c["kind"] == "pretrain" for c in cells)  # fmt: skip
+
+
+def test_a_base_pretrained_from_another_config_is_never_reused_silently(tmp_path, tiny_base):
+    from doit.grid.plan import BASE_IDENTITY, base_identity
+
+    built = tmp_path / "xs"
+    shutil.copytree(tiny_base, built)
+    pretrain = {"config": "recipes/configs/pretrain/vanilla_xs.yaml", "overrides": {"seed": 0}}
+    bases = [{"name": "xs", "arch": "vanilla", "path": str(built), "pretrain": pretrain}]
+    grid = load_grid(write_grid(tmp_path / "g.yaml", grid_dict(tiny_base, bases=bases)))
+    (built / BASE_IDENTITY).write_text(json.dumps(base_identity(grid.bases[0])))
+    assert not any(c["kind"] == "pretrain" for c in expand(grid))  # built as declared: reused
+    bases[0]["pretrain"] = {**pretrain, "overrides": {"seed": 1}}
+    grid = load_grid(write_grid(tmp_path / "g.yaml", grid_dict(tiny_base, bases=bases)))
+    with pytest.raises(
+        PlanError, match=r"pretrained from another config \(differs in: pretrain.seed"
+    ):
+        expand(grid)
