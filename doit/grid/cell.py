@@ -83,13 +83,13 @@ def pretrain(cell: dict, grid: dict, launch: dict) -> None:
 
 def train(cell: dict, folder: Path, launch: dict) -> float:
     """Fine-tune (or read back a finished run); returns this call's wall seconds."""
-    started = time.perf_counter()
+    from doit.train.args import parse_args
+    from doit.train.sft import run
+
+    started = time.perf_counter()  # after the imports: a process pays them once, not per cell
     config = str(folder / "sft.yaml")
     launcher = launch.get("launcher", "inprocess")
     if launcher == "inprocess":
-        from doit.train.args import parse_args
-        from doit.train.sft import run
-
         run(parse_args(["--config", config]))
     else:
         keys = ("gpus", "nodes", "node_rank", "master_addr", "master_port", "hostfile")

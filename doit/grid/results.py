@@ -84,6 +84,8 @@ def write_shard(study: Path, cell: str, df: pd.DataFrame, per_item: bool = False
     """One cell's rows as ``STUDY/results|items/<cell>.parquet``, atomically."""
     path = Path(study) / (ITEMS_DIR if per_item else RESULTS_DIR) / f"{cell}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a writer killed mid-write
+        stale.unlink(missing_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         df.to_parquet(tmp, index=False)
