@@ -117,15 +117,20 @@ def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int
               pattern: str | None = None, retry_failed: bool = False, slurm: dict | None = None
               ) -> dict[str, str]:  # fmt: skip
     """Run every pending cell; returns {cell id: final state}; then writes results.csv."""
+    waves = todo(study, pattern, retry_failed)
     ended: dict[str, str] = {}
-    for wave in todo(study, pattern, retry_failed):
-        ids = [c["id"] for c in wave]
-        if backend == "local" and max_parallel == 1:
-            ended |= {cid: work_cell(study, cid, threads) for cid in ids}
-        elif backend == "local":
-            ended |= run_workers(study, ids, max_parallel, threads)
-        else:
-            ended |= run_submitit(study, ids, max_parallel, threads, backend, slurm or {})
+    # Local workers take one queue, pretraining first (a cell waits for its own base only);
+    # in-process and submitit runs go wave by wave.
+    if backend == "local" and max_parallel > 1:
+        ended = run_workers(study, [c["id"] for w in waves for c in w], max_parallel, threads)
+    else:
+        for wave in waves:
+            ids = [c["id"] for c in wave]
+            ended |= (
+                {cid: work_cell(study, cid, threads) for cid in ids}
+                if backend == "local"
+                else run_submitit(study, ids, max_parallel, threads, backend, slurm or {})
+            )
     results.write_csv(study)
     return ended
 
@@ -155,6 +160,8 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -
     free = list(range(len(slots)))
 
     def one(cid: str) -> tuple[str, str]:
+        if not wait_for_base(study, _cell(study, cid), set(ids)):
+            return cid, "failed"
         slot = free.pop()
         env = {**os.environ, **thread_env(threads)}
         if slots[slot] is not None:
@@ -174,6 +181,25 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -
 
     with ThreadPoolExecutor(len(slots)) as pool:
         return dict(pool.map(one, ids))
+
+
+def wait_for_base(study, cell: dict, queued: set[str], poll_s: float = 2.0) -> bool:
+    """Wait while the pretraining cell that ``cell`` needs is queued ahead of it or running;
+    False, with ``cell`` marked failed, once that cell has failed or will not run."""
+    needs = cell.get("needs")
+    while needs:
+        st = state(study, _cell(study, needs))
+        if st == "done":
+            return True
+        if st == "failed" or (st == "pending" and needs not in queued):
+            why = "failed" if st == "failed" else "is not among the cells run"
+            write_json(
+                cell_dir(study, cell["id"]) / STATUS,
+                {"state": "failed", "error": f"its base is not pretrained ({needs} {why})"},
+            )
+            return False
+        time.sleep(poll_s)
+    return True
 
 
 def _cell(study, cid: str) -> dict:
