@@ -49,8 +49,16 @@ def bootstrap_counts(
     rng = np.random.default_rng(seed)
     rows = selected[(selected["split"] == split) & selected["n_items"].notna()].copy()
     rows = rows[rows["n_items"] > 0]
+    paired, method = items is not None and len(items) > 0, BINOMIAL
+    if paired:
+        lacking = _without_items(rows, items, split)
+        if lacking:
+            paired = False
+            method = (f"binomial resampling of each cell (per-item rows missing for {lacking} "
+                      "of the selected cells)")  # fmt: skip
+    if not paired:  # a null score (items without a prediction) has no count to redraw
+        rows = rows[rows["score"].notna()]
     rows["point"] = _point_ids(rows)
-    paired = items is not None and len(items) > 0
     parts, kk, mm = [], [], []
     for ability, block in rows.groupby("ability", sort=True):
         block = block.sort_values(["point", "seed", "cell"], ignore_index=True)
@@ -65,7 +73,17 @@ def bootstrap_counts(
     if not parts:
         raise ValueError(f"no scored {split!r} rows to analyse")
     points = pd.concat(parts, ignore_index=True)
-    return Counts(points, np.hstack(kk), np.hstack(mm), PAIRED if paired else BINOMIAL)
+    return Counts(points, np.hstack(kk), np.hstack(mm), PAIRED if paired else method)
+
+
+def _without_items(rows: pd.DataFrame, items: pd.DataFrame, split: str) -> int:
+    """How many selected cells lack per-item rows for some ability they have a score for."""
+    keys = ["cell", "epoch", "ability"]
+    have = items.loc[items["split"] == split, keys].drop_duplicates()
+    have = have.astype({"cell": "string", "ability": "string", "epoch": float})
+    want = rows[keys].astype({"cell": "string", "ability": "string", "epoch": float})
+    merged = want.merge(have, on=keys, how="left", indicator=True)
+    return int(merged.loc[merged["_merge"] == "left_only", "cell"].nunique())
 
 
 def _point_ids(rows: pd.DataFrame) -> pd.Series:

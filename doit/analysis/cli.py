@@ -89,6 +89,9 @@ def run(args) -> int:
         written += list(report.write(a, out, figures))
     for path in written:
         print(path)
+    if step in ("run", "fit", "predict", "plot", "report"):
+        for line in a.limits:
+            print(f"note: {line}")
     if step in ("run", "report"):
         print(f"report: {out / 'report.html'}")
     return 0

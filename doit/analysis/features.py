@@ -73,9 +73,13 @@ def _proxy(counts, ability, grid_mask, own):
         b: i for i, b in pts[own & (pts["construction"] == "base").to_numpy()]["base"].items()
     }
     sub = sub[sub["base"].isin(base_of)]
-    if sub.empty:
-        return _row(ability, PROXY, 0, np.nan, None, np.nan, None)
     n = sub["n_per_ability"].astype(float)
+    if n.nunique() < 2:  # one n: n_min = n_max, the proxy would be 1 by construction
+        why = ("no untuned base (n = 0) cell" if not base_of
+               else f"{n.nunique()} distinct n > 0 beside an untuned base")  # fmt: skip
+        row = _row(ability, PROXY, 0, np.nan, None, np.nan, None)
+        return {**row, "transference_note": f"proxy needs an untuned base cell and >= 2 distinct "
+                                            f"n > 0 of the same base: {why}"}  # fmt: skip
     lo, hi = sub[n == n.min()], sub[n == n.max()]
     gain, gain_reps = _diff(counts, hi.index, hi["base"].map(base_of))
     kept, kept_reps = _diff(counts, lo.index, lo["base"].map(base_of))

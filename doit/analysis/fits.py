@@ -27,6 +27,9 @@ N_PARAMS = 2
 EPS = 1e-6
 RIDGE = 1e-6  # a whisper of shrinkage keeps a flat or perfect series finite
 MEANINGFUL_AICC = 2.0  # a smaller AICc gap says little about which form is right
+COLUMNS = ["ability", "base", "n", "construction", "axis", "x", "form", "chosen", "a", "a_lo",
+           "a_hi", "b", "b_lo", "b_hi", "chance", "points", "criterion", "ic", "ic_gap", "loglik",
+           "replicates_choosing"]  # fmt: skip
 
 
 def probability(form: str, theta: np.ndarray, t: np.ndarray, c) -> np.ndarray:
@@ -285,4 +288,4 @@ def fits_table(grid: GridFits) -> pd.DataFrame:
                              "ic_gap": fit.ic_gap, "loglik": fit.ll[form],
                              "replicates_choosing": float(np.mean(fit.choice == FORMS.index(form)))
                              if fit.choice is not None else np.nan})  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from doit.analysis import features as feat
+from doit.analysis import limits
 from doit.analysis.bootstrap import bootstrap_counts
 from doit.analysis.fits import fit_grid, fits_table
 from doit.analysis.predict import predictions, summary
@@ -63,11 +64,17 @@ class Analysis:
 
     @cached_property
     def _sens(self):
-        return sensitivities(self.grid, self.delta)
+        abilities = self.counts.points["ability"].unique()
+        return sensitivities(self.grid, self.delta, abilities, limits.shape(self.counts.points))
 
     @property
     def sensitivity(self) -> pd.DataFrame:
         return self._sens[0].assign(rule=self.rule, delta=self.delta)
+
+    @cached_property
+    def limits(self) -> list[str]:
+        """What this study's shape or data could not give, in sentences (report, CLI)."""
+        return [*self.notes, *limits.study_notes(self)]
 
     @cached_property
     def predictions(self) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """The analysis figures, each saved as PNG and SVG:
 
 - ``scaling_data``: per ability, score vs training items per ability on a log4 axis, one line
-  per base: observed points, the fitted curve, its 95% band and the chance line;
+  per base: observed points (the untuned n = 0 cell hollow, one 4x step left of the smallest n:
+  it is not fitted), the fitted curve and its 95% band where a fit exists, the chance line;
 - ``macro``: the macro average over abilities, the same way;
 - ``sensitivity_features``: each sensitivity against Complexity and Transference, labelled;
 - ``heatmap``: per ability, the observed score over base x n.
@@ -17,16 +18,41 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from doit.analysis.fits import uniform  # noqa: E402
+
 FIGURES = ("scaling_data", "macro", "sensitivity_features", "heatmap")
 
 
 def _panels(n: int, size=3.2):
+    n = max(n, 1)  # an empty study still gets one panel, saying so
     cols = min(n, 5)
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * 0.85 * rows), squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
+
+
+def _say(ax, text: str):
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=7, wrap=True,
+            transform=ax.transAxes, color="dimgrey")  # fmt: skip
+
+
+def _observed(a):
+    """Observed test scores of the uniform grid and the untuned (n = 0) base cells, with ``n``
+    (0 for base cells), bases ordered by params."""
+    pts = a.counts.points
+    keep = uniform(pts) | (pts["construction"] == "base").to_numpy(dtype=bool)
+    obs = pts[keep].copy()
+    obs["n"] = obs["n_per_ability"].astype("Float64").fillna(0).astype(float)
+    order = obs.drop_duplicates("base").sort_values("params")["base"].tolist()
+    return obs, order
+
+
+def _anchor(obs) -> float:
+    """Where n = 0 is drawn on a log4 axis: one 4x step left of the smallest n > 0."""
+    positive = obs.loc[obs["n"] > 0, "n"]
+    return float(positive.min()) / 4 if len(positive) else 1.0
 
 
 def _curves(fits):
@@ -40,33 +66,79 @@ def _curves(fits):
     return out
 
 
+def _data_axis(ax, obs, x0, ylabel):
+    lo, hi = ax.get_ylim()
+    if hi - lo < 5:  # a series flat at 0 or 100: show it on the whole scale, not a sliver
+        ax.set_ylim(-3, 103)
+    ax.set_xscale("log", base=4)
+    if (obs["n"] == 0).any():
+        ticks = [x0, *sorted(obs.loc[obs["n"] > 0, "n"].unique())]
+        ax.set_xticks(ticks, ["0", *(f"{int(t)}" for t in ticks[1:])], fontsize=7)
+        ax.minorticks_off()
+    ax.set_xlabel("items per ability (log4; 0 = untuned base)", fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+
+
 def scaling_data(a) -> plt.Figure:
-    abilities = sorted({k[0] for k in a.grid.data})
+    """Observed points per base (n = 0 hollow, at the left), fitted curves where a fit exists."""
+    obs, order = _observed(a)
+    abilities = sorted(obs["ability"].unique())
     fig, axes = _panels(len(abilities))
+    if not abilities:
+        _say(axes[0], "no uniform or untuned-base test scores to draw")
+        return fig
+    x0 = _anchor(obs)
     for ax, ability in zip(axes, abilities):
-        fits = [(k[1], f) for k, f in a.grid.data.items() if k[0] == ability and k[2] == "curated"]
-        for i, (base, (x, y, n, pt, lo, hi, _)) in enumerate(sorted(_curves(fits).items())):
-            color = f"C{i}"
-            ax.plot(x, y, "o", color=color, ms=3)
-            ax.plot(n, pt, "-", color=color, label=base)
-            ax.fill_between(n, lo, hi, color=color, alpha=0.2)
-        chance = 100 * np.mean([f.chance for _, f in fits])
+        mine = obs[obs["ability"] == ability]
+        fits = dict((k[1], f) for k, f in a.grid.data.items()
+                    if k[0] == ability and k[2] == "curated")  # fmt: skip
+        curves = _curves(fits.items())
+        for i, base in enumerate(order):
+            color, pts = f"C{i}", mine[mine["base"] == base]
+            if pts.empty:
+                continue
+            tuned, untuned = pts[pts["n"] > 0], pts[pts["n"] == 0]
+            ax.plot(tuned["n"], tuned["score"], "o", color=color, ms=3, label=base)
+            ax.plot([x0] * len(untuned), untuned["score"], "o", mfc="none", color=color, ms=4)
+            if base in curves:
+                _, _, n, pt, lo, hi, _ = curves[base]
+                ax.plot(n, pt, "-", color=color)
+                ax.fill_between(n, lo, hi, color=color, alpha=0.2)
+        if not curves:
+            ax.text(0.02, 0.98, "no fit: < 2 n per base", fontsize=6, va="top",
+                    transform=ax.transAxes, color="dimgrey")  # fmt: skip
+        chance = float(mine["chance"].mean())
         ax.axhline(chance, color="grey", ls=":", lw=1, label="chance", gid="chance")
-        ax.set_xscale("log", base=4)
+        _data_axis(ax, obs, x0, "test score")
         ax.set_title(ability, fontsize=9)
-        ax.set_xlabel("items per ability (log4)", fontsize=8)
-        ax.set_ylabel("test score", fontsize=8)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
 def macro(a) -> plt.Figure:
+    """Macro average over abilities per base: observed means at each n (n = 0 hollow), the
+    base-averaged fitted curve where every ability of that base has a fit."""
     fig, ax = plt.subplots(figsize=(5, 3.6))
-    bases = sorted({k[1] for k in a.grid.data if k[2] == "curated"})
-    for i, base in enumerate(bases):
+    obs, order = _observed(a)
+    if obs.empty:
+        _say(ax, "no uniform or untuned-base test scores to draw")
+        return fig
+    x0, n_abilities = _anchor(obs), obs["ability"].nunique()
+    for i, base in enumerate(order):
+        mine = obs[obs["base"] == base]
+        means = mine.groupby("n")["score"].agg(["mean", "size"])
+        means = means[means["size"] == n_abilities]["mean"]  # only n with every ability
+        tuned = means[means.index > 0]
+        ax.plot(tuned.index, tuned.to_numpy(), "o", color=f"C{i}", ms=3, label=base)
+        if 0 in means.index:
+            ax.plot([x0], [means.loc[0]], "o", mfc="none", color=f"C{i}", ms=5)
         fits = [f for k, f in a.grid.data.items() if k[1] == base and k[2] == "curated"]
+        if len(fits) < n_abilities or not fits:
+            continue
         lo_n, hi_n = max(f.x.min() for f in fits), min(f.x.max() for f in fits)
+        if hi_n <= lo_n:
+            continue
         n = np.geomspace(lo_n, hi_n, 60)
         pts, reps = zip(*(f.curve(n) for f in fits))
         pt = np.mean(pts, 0)
@@ -75,15 +147,14 @@ def macro(a) -> plt.Figure:
             if reps[0] is not None
             else (pt, pt)
         )
-        xs = sorted(set.intersection(*(set(f.x) for f in fits)))
-        ys = [np.mean([100 * f.k[f.x == x].sum() / f.m[f.x == x].sum() for f in fits]) for x in xs]
-        ax.plot(xs, ys, "o", color=f"C{i}", ms=3)
-        ax.plot(n, pt, "-", color=f"C{i}", label=base)
+        ax.plot(n, pt, "-", color=f"C{i}")
         ax.fill_between(n, band[0], band[1], color=f"C{i}", alpha=0.2)
-    chance = np.mean([f.chance for f in a.grid.data.values()]) * 100
+    if not a.grid.data:
+        _say(ax, "no data fits (< 2 n per base): observed means only")
+    chance = float(obs.groupby("ability")["chance"].mean().mean())
     ax.axhline(chance, color="grey", ls=":", lw=1, label="chance", gid="chance")
-    ax.set_xscale("log", base=4)
-    ax.set(xlabel="items per ability (log4)", ylabel="macro test score", title="macro average")
+    _data_axis(ax, obs, x0, "macro test score")
+    ax.set_title("macro average")
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -113,15 +184,17 @@ def sensitivity_features(a) -> plt.Figure:
 
 
 def heatmap(a) -> plt.Figure:
-    pts = a.counts.points
-    grid = pts[(pts["construction"] == "curated") & pts["excluded_ability"].isna()]
-    abilities = sorted(grid["ability"].unique())
+    """Per ability, the observed score over base x n (n = 0: the untuned base)."""
+    obs, order = _observed(a)
+    abilities = sorted(obs["ability"].unique())
     fig, axes = _panels(len(abilities))
+    if not abilities:
+        _say(axes[0], "no uniform or untuned-base test scores to draw")
+        return fig
     for ax, ability in zip(axes, abilities):
-        mine = grid[grid["ability"] == ability]
-        table = mine.pivot_table(index="base", columns="n_per_ability", values="score")
-        order = mine.drop_duplicates("base").sort_values("params")["base"]
-        table = table.loc[order]
+        mine = obs[obs["ability"] == ability]
+        table = mine.pivot_table(index="base", columns="n", values="score")
+        table = table.loc[[b for b in order if b in table.index]]
         im = ax.imshow(table.to_numpy(float), aspect="auto", cmap="viridis", origin="lower")
         ax.set_xticks(range(table.shape[1]), [str(int(c)) for c in table.columns], fontsize=7)
         ax.set_yticks(range(table.shape[0]), list(table.index), fontsize=7)

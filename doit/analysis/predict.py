@@ -18,6 +18,8 @@ from doit.analysis.fits import fit_series, uniform
 
 HOLDOUTS = ("largest_base", "largest_n")
 LADDER_WITHIN, LADDER_HARD_MAE = 2.0, 6.9  # Bhagia et al. (2024)
+COLUMNS = ["holdout", "ability", "base", "params", "n", "observed", "predicted", "lo", "hi",
+           "abs_error", "covered", "form", "fit_points"]  # fmt: skip
 
 
 def predictions(counts: Counts, seed: int = 0) -> pd.DataFrame:
@@ -30,7 +32,7 @@ def predictions(counts: Counts, seed: int = 0) -> pd.DataFrame:
         rows += _holdout(counts, block, "params", 2.0, "largest_base", rng)
     for _, block in grid.groupby(["ability", "base"], sort=True):
         rows += _holdout(counts, block, "n_per_ability", 4.0, "largest_n", rng)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _holdout(counts, block, column, log_base, name, rng) -> list[dict]:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.fits import MEANINGFUL_AICC
+from doit.analysis.limits import NEED_PREDICT
 from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
 from doit.analysis.sensitivity import PUBLISHED
 
@@ -19,7 +20,7 @@ PAPER_TABLE = Path(__file__).resolve().parents[2] / "analysis" / "paper_tables.c
 
 def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
     sens, fits = a.sensitivity, a.fits
-    chosen = fits[fits["chosen"]]
+    chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_AICC]
     b = [("h1", "Scaling analysis"),
          ("p", f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
@@ -31,6 +32,9 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
                + (" (seeds resampled first where a cell has several)." if "paired" in a.counts.method
                   else ". Without per-item rows the cells are not paired, so CIs on differences "
                        "between cells are wider than a paired bootstrap's."))]  # fmt: skip
+    if a.limits:
+        b += [("h2", "What this study could not give"),
+              ("list", a.limits)]  # fmt: skip
     b += [("h2", "Sensitivity and groups"),
           ("p", "data_sensitivity: fitted points per 4x training items (averaged over bases); "
                 "size_sensitivity: fitted points per doubling of non-embedding parameters "
@@ -68,10 +72,7 @@ def _published(sens: pd.DataFrame) -> pd.DataFrame:
 def _prediction_blocks(a):
     s = a.prediction_summary
     if s.empty:
-        return [
-            ("h2", "Prediction"),
-            ("p", "Too few grid points to hold any out (3 bases or 3 n needed)."),
-        ]
+        return [("h2", "Prediction"), ("p", f"Nothing held out: {NEED_PREDICT}.")]
     txt = (f"Fit on a subset, predict the rest: the largest base from the smaller ones, and the "
            f"largest n from the smaller ones; 95% prediction intervals. Overall mean absolute "
            f"error {a.predictions['abs_error'].mean():.2f} points, "
@@ -98,6 +99,14 @@ def _feature_blocks(a, figures):
                 ("p", "Each sensitivity regressed on the features across abilities (bootstrap CIs; "
                       "loao_r2: leave-one-ability-out predictive R^2)."),
                 ("table", a.explain.round(3))]  # fmt: skip
+    else:
+        out += [
+            (
+                "p",
+                "Sensitivity not regressed on the features: that needs a feature and a "
+                "sensitivity measured for >= 3 abilities (more than the features used).",
+            )
+        ]
     out += [("figure", figures.get("sensitivity_features"))]
     if a.planted is not None:
         out += [("h3", "Against the micro corpus's planted properties"),
@@ -151,6 +160,8 @@ def to_markdown(bl, out: Path) -> str:
             parts.append("#" * int(kind[1]) + " " + x)
         elif kind == "p":
             parts.append(x)
+        elif kind == "list":
+            parts.append("\n".join(f"- {line}" for line in x))
         elif kind == "table":
             parts.append(_md_table(x))
         elif kind == "figure" and x is not None:
@@ -179,6 +190,8 @@ def to_html(bl) -> str:
             body.append(f"<{kind}>{html.escape(x)}</{kind}>")
         elif kind == "p":
             body.append(f"<p>{html.escape(x).replace('**', '')}</p>")
+        elif kind == "list":
+            body.append("<ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in x) + "</ul>")
         elif kind == "table":
             body.append(x.to_html(index=False, na_rep="", border=0, classes="t"))
         elif kind == "figure" and x is not None:

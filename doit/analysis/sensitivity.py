@@ -22,6 +22,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from doit.analysis.fits import GridFits
+from doit.analysis.limits import ability_note
 
 DELTA = 2.0
 POWER_Z = norm.ppf(0.975) + norm.ppf(0.8)
@@ -91,9 +92,16 @@ def group(data: str, size: str, saturates: bool) -> str:
     return "undetermined"
 
 
-def sensitivities(grid: GridFits, delta: float = DELTA) -> tuple[pd.DataFrame, dict]:
-    """sensitivity.csv's table, and per ability the replicate arrays (for the explain step)."""
-    abilities = sorted({k[0] for k in grid.data} | {k[0] for k in grid.size})
+def sensitivities(
+    grid: GridFits, delta: float = DELTA, abilities=(), shape: dict | None = None
+) -> tuple[pd.DataFrame, dict]:
+    """sensitivity.csv's table (a row for every fitted ability and every one of
+    ``abilities``, with a ``note`` on what could not be computed; ``shape``: the grid's
+    ``limits.shape`` for those notes), and per ability the replicate arrays (for explain)."""
+    abilities = sorted({k[0] for k in grid.data} | {k[0] for k in grid.size} | set(abilities))
+    shape = shape or {"n_per_base": {}, "bases_per_n": {}}
+    most_n = max(map(len, shape["n_per_base"].values()), default=0)
+    most_bases = max(map(len, shape["bases_per_n"].values()), default=0)
     rows, reps = [], {}
     for a in abilities:
         data_fits = [f for k, f in grid.data.items() if k[0] == a and k[2] == "curated"]
@@ -104,14 +112,17 @@ def sensitivities(grid: GridFits, delta: float = DELTA) -> tuple[pd.DataFrame, d
         s_lo, s_hi = interval(s, s_reps)
         sat = saturation_n(data_fits)
         data_class, size_class = classify(d_lo, d_hi, delta), classify(s_lo, s_hi, delta)
+        note, degenerate = ability_note(data_fits, size_fits, most_n, most_bases)
+        if degenerate:  # a CI of width 0 from counts at 0 or m says nothing about the factor
+            data_class = size_class = "undetermined"
         rows.append({"ability": a, "data_sensitivity": d, "data_sensitivity_lo": d_lo,
                      "data_sensitivity_hi": d_hi, "size_sensitivity": s,
                      "size_sensitivity_lo": s_lo, "size_sensitivity_hi": s_hi,
                      "saturation_n": sat, "mde_data": _mde(d_reps), "mde_size": _mde(s_reps),
                      "group": group(data_class, size_class, not np.isnan(sat)),
-                     "data_class": data_class, "size_class": size_class})  # fmt: skip
+                     "data_class": data_class, "size_class": size_class, "note": note})  # fmt: skip
         reps[a] = {"data": d_reps, "size": s_reps}
-    return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class"]), reps
+    return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class", "note"]), reps
 
 
 def interval(point: float, reps, level: float = 0.95) -> tuple[float, float]:

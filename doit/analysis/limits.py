@@ -1,0 +1,99 @@
+"""What a study's shape lets the analysis compute, and plain sentences for what it cannot.
+
+Small, partial and degenerate studies (one cell, one base, two n, only untuned bases, scores
+stuck at 0 or 100) still get every output the analysis can write; these notes go into the
+report (and the CLI's output), so an empty table or panel always comes with its reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from doit.analysis.bootstrap import PAIRED
+from doit.analysis.fits import uniform
+
+NEED_DATA = "data fits need >= 2 distinct n > 0 per base"
+NEED_SIZE = "size fits and size_sensitivity need >= 2 bases at the same n"
+NEED_PREDICT = (
+    "prediction needs >= 3 bases at one n or >= 3 distinct n > 0 in one base "
+    "(two to fit, one to hold out)"
+)
+
+
+def shape(points: pd.DataFrame) -> dict:
+    """The uniform grid's shape: distinct n > 0 per base, bases per n, base (n = 0) cells."""
+    grid = points[uniform(points)]
+    n_per_base = {
+        b: sorted(int(x) for x in g["n_per_ability"].dropna().unique())
+        for b, g in grid.groupby("base", sort=True)
+    }
+    bases_per_n = {
+        int(n): sorted(g["base"].unique()) for n, g in grid.groupby("n_per_ability", sort=True)
+    }
+    untuned = sorted(points.loc[points["construction"] == "base", "base"].unique())
+    return {"n_per_base": n_per_base, "bases_per_n": bases_per_n, "untuned": untuned}
+
+
+def study_notes(a) -> list[str]:
+    """Sentences for the report: what could not be computed, and why."""
+    notes = []
+    method = a.counts.method
+    if method != PAIRED:
+        notes.append(f"No paired item bootstrap: {method}; CIs on differences between cells are "
+                     "wider than a paired bootstrap's.")  # fmt: skip
+    cells = a.selected.drop_duplicates("cell")
+    tuned = cells[cells["construction"] != "base"]
+    if len(tuned) and tuned["fallback"].any():
+        notes.append(f"{int(tuned['fallback'].sum())} of {len(tuned)} fine-tuned cell(s) fell back "
+                     f"to their last epoch (the {a.rule!r} rule found no eligible epoch: fewer than "
+                     "5 epochs or no validation rows).")  # fmt: skip
+    s = shape(a.counts.points)
+    if not s["n_per_base"]:
+        notes.append("No fine-tuned uniform curated cells (n > 0): no fits, sensitivities or "
+                     "predictions; the figures show the observed scores only.")  # fmt: skip
+        return notes
+    short = {b: ns for b, ns in s["n_per_base"].items() if len(ns) < 2}
+    if short:
+        which = "; ".join(f"base {b} has {len(ns)} (n = {ns[0]})" for b, ns in short.items())
+        whole = "no data fits" if len(short) == len(s["n_per_base"]) else "those bases not fitted"
+        notes.append(f"{NEED_DATA}: {which} ({whole}; data_sensitivity and saturation_n "
+                     "empty where no base has a fit).")  # fmt: skip
+    most_bases = max(len(b) for b in s["bases_per_n"].values())
+    if most_bases < 2:
+        bases = sorted(s["n_per_base"])
+        notes.append(f"{NEED_SIZE}: this study has {len(bases)} ({', '.join(bases)}); "
+                     "size_sensitivity is empty.")  # fmt: skip
+    most_n = max(len(ns) for ns in s["n_per_base"].values())
+    if most_bases < 3 and most_n < 3:
+        notes.append(f"{NEED_PREDICT}: this study has at most {most_bases} base(s) at one n and "
+                     f"{most_n} n per base; predictions.csv is empty.")  # fmt: skip
+    fits = list(a.grid.data.values()) + list(a.grid.size.values())
+    if fits and all(f.n_points == 2 for f in fits):
+        notes.append("Every fit has only 2 points: both forms pass through them, so the form "
+                     "choice (gap 0) and the curve between the points are not informed by the "
+                     "data; only the end-to-end slope is.")  # fmt: skip
+    if s["untuned"]:
+        notes.append("n = 0 (untuned base) cells are not fitted (log 0 is undefined); they are "
+                     "drawn at the left edge of the data figures and anchor the transference "
+                     "proxy.")  # fmt: skip
+    stuck = [r["ability"] for _, r in a.sensitivity.iterrows() if "no item variance" in r["note"]]
+    if stuck:
+        notes.append(f"Scores only at 0 or 100 in every fitted cell of {', '.join(stuck)}: no item "
+                     "variance, so their CIs are degenerate and their groups undetermined.")  # fmt: skip
+    return notes
+
+
+def ability_note(data_fits: list, size_fits: list, most_n: int, most_bases: int):
+    """(note, degenerate) for one ability's row of sensitivity.csv; ``most_n``: the most
+    distinct n > 0 of any base, ``most_bases``: the most bases at any n."""
+    parts = []
+    if not data_fits:
+        parts.append(f"no data fit ({NEED_DATA}: {most_n} here)")
+    if not size_fits:
+        parts.append(f"no size fit ({NEED_SIZE}: {most_bases} here)")
+    fits = data_fits + size_fits
+    degenerate = bool(fits) and all(np.all((f.k == 0) | (f.k == f.m)) for f in fits)
+    if degenerate:
+        parts.append("every fitted score is 0 or 100: no item variance, CI degenerate")
+    return "; ".join(parts), degenerate
