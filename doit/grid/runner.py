@@ -116,7 +116,11 @@ def todo(study, pattern: str | None = None, retry_failed: bool = False) -> list[
 def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int | None = None,
               pattern: str | None = None, retry_failed: bool = False, slurm: dict | None = None
               ) -> dict[str, str]:  # fmt: skip
-    """Run every pending cell; returns {cell id: final state}; then writes results.csv."""
+    """Run every pending cell; returns {cell id: final state}; then writes results.csv.
+    ``threads`` defaults to the CPU cores shared out among the ``max_parallel`` local workers
+    (two workers left at torch's default on 2 cores oversubscribe them)."""
+    if threads is None and backend == "local" and max_parallel > 1:
+        threads = max(1, (os.cpu_count() or 1) // max_parallel)
     waves = todo(study, pattern, retry_failed)
     ended: dict[str, str] = {}
     # Local workers take one queue, pretraining first (a cell waits for its own base only);
