@@ -57,9 +57,22 @@ def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=
                                predict.budgets(grid["max_new_tokens"]), chat_format)  # fmt: skip
             result = score_file(items, pred)
             result["eval_s"] = round(time.perf_counter() - started, 3)
+            result["n_no_output"] = no_output(pred, result["items"])
             write_json(path, result)
             faults.point("mid_eval")
         out[split] = json.loads(path.read_text(encoding="utf-8"))
+    return out
+
+
+def no_output(predictions: Path, rows: list[dict]) -> dict[str, int]:
+    """Per ability, items whose prediction is an error (a prompt longer than the context)."""
+    from doit.data.io import read_jsonl
+
+    failed = {(p["type"], p["idx"]) for _, p in read_jsonl(predictions) if p.get("error")}
+    out: dict[str, int] = {}
+    for r in rows:
+        if (r["type"], r["idx"]) in failed:
+            out[r["ability"]] = out.get(r["ability"], 0) + 1
     return out
 
 
@@ -95,7 +108,8 @@ def benchmark_rows(split: str, bench: dict) -> list[dict]:
 def score_rows(split: str, scores: dict) -> tuple[list[dict], list[dict]]:
     """(per-ability rows, per-item rows) of one split's scores.json (cell keys added later)."""
     rows = [{"split": split, "ability": key, "score": e["score"], "n_items": e["n_items"],
-             "chance": e["chance"], "eval_s": scores.get("eval_s")}
+             "chance": e["chance"], "eval_s": scores.get("eval_s"),
+             "n_no_output": scores.get("n_no_output", {}).get(key, 0)}
             for key, e in scores["abilities"].items()]  # fmt: skip
     items = [{"split": split, "ability": r["ability"], "type": r["type"], "idx": r["idx"],
               "answer_kind": r["answer_kind"], "correct": bool(r["correct"])}

@@ -47,6 +47,7 @@ EXTRA = {
     "valid_loss": "Float64",  # this ability's validation loss at this step (metrics.jsonl)
     "run_dir": "string",  # the training run's directory, relative to the study folder
     "data_manifest_sha": "string",  # sha256 of the training items (doit.train.data)
+    "n_no_output": "Int64",  # items that got no output (prompt longer than the context): wrong
     "train_s": "Float64",  # wall seconds the cell's training took (this session's)
     "eval_s": "Float64",  # wall seconds this checkpoint's evaluation took
 }

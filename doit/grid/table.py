@@ -36,8 +36,15 @@ def score_table(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
 
 
 def print_table(study, split: str = "test") -> int:
-    table = score_table(read_results(study), split)
+    df = read_results(study)
+    table = score_table(df, split)
     print(f"{split} scores (0-100) at each cell's last epoch; seeds averaged; "
           "checkpoint selection: python -m doit.analysis")  # fmt: skip
     print(table.round(1).to_string(na_rep="-"))
+    cut = last_epoch_scores(df, split).groupby("ability")["n_no_output"].max().fillna(0)
+    for ability, n in cut[cut > 0].items():
+        print(
+            f"note: {ability}: up to {n} items a cell got no output (prompt longer than the "
+            "model's context; scored wrong)"
+        )
     return 0

@@ -51,6 +51,7 @@ def test_in_process_run_writes_every_cells_rows(reference):
     assert set(df.loc[df["construction"] == "curated", "epoch"]) == {1.0, 2.0}  # eval_epochs all
     assert {"valid", "test"} == set(df["split"])
     assert df["score"].between(0, 100).all() and df["n_items"].gt(0).all()
+    assert df["n_no_output"].eq(0).all()  # every fixture prompt fits the tiny base's context
     items = read_results(study, per_item=True)
     per_ability = items.groupby(["cell", "epoch", "split", "ability"])["correct"].mean() * 100
     joined = df.set_index(["cell", "epoch", "split", "ability"])["score"]
