@@ -54,7 +54,7 @@ def run_cell(study, cell_id: str, launch: dict | None = None) -> None:
         raise CellError(f"its base is not pretrained yet (cell {needs})")
     folder = cell_dir(study, cell_id)
     train_s = train(cell, folder, launch) if cell["kind"] == "sft" else None
-    rows, items = evaluate_cell(study, cell, grid, folder)
+    rows, items = evaluate_cell(cell, grid, folder)
     for r in rows:
         r["train_s"] = train_s
     write_rows(study, cell_id, rows, items)
@@ -145,9 +145,12 @@ def _subprocess(cmd: list[str], log: Path) -> None:
 
 
 # --- evaluation and rows -------------------------------------------------------------------------
-def evaluate_cell(study, cell: dict, grid: dict, folder: Path) -> tuple[list[dict], list[dict]]:
+def evaluate_cell(cell: dict, grid: dict, folder: Path) -> tuple[list[dict], list[dict]]:
     doit_dir = str(Path(grid["doit_dir"]).resolve())
-    common = cell_columns(study, cell, grid)
+    run = folder / "run"  # read once: every row and checkpoint draws on them
+    info = rundir.read_run_info(run) if (run / rundir.RUN_INFO).is_file() else {}
+    metrics = rundir.read_metrics(run) if (run / rundir.METRICS).is_file() else []
+    common = cell_columns(cell, grid, info)
     if cell["kind"] == "base":  # the untuned base, rendered as its fine-tuned cells train
         base = grid_base(grid, cell["base"])
         targets = [(0.0, 0, Path(base["path"]).resolve())]
@@ -160,7 +163,7 @@ def evaluate_cell(study, cell: dict, grid: dict, folder: Path) -> tuple[list[dic
     for epoch, step, model_dir in targets:
         where = folder / "eval" / f"e{epoch:g}-s{step}"
         scored = evaluate.score_model(model_dir, where, doit_dir, budgets, **kw)
-        at = {"epoch": epoch, "step": step, **checkpoint_columns(folder / "run", step)}
+        at = {"epoch": epoch, "step": step, **checkpoint_columns(metrics, step)}
         for split, scores in scored.items():
             r, i = evaluate.score_rows(split, scores)
             rows += [{**common, **at, **x} for x in r]
@@ -169,21 +172,21 @@ def evaluate_cell(study, cell: dict, grid: dict, folder: Path) -> tuple[list[dic
                                           cell["id"])  # fmt: skip
         for split, result in bench.items():
             rows += [{**common, **at, **x} for x in evaluate.benchmark_rows(split, result)]
-    return [own_columns(r, study, cell) for r in rows], items
+    return [own_columns(r, info.get("data", {})) for r in rows], items
 
 
 def grid_base(grid: dict, name: str) -> dict:
     return next(b for b in grid["bases"] if b["name"] == name)
 
 
-def cell_columns(study, cell: dict, grid: dict) -> dict:
+def cell_columns(cell: dict, grid: dict, info: dict) -> dict:
+    """The columns every row of the cell shares; ``info``: its run_info.json ({} untrained)."""
     base = grid_base(grid, cell["base"])
     params, total = base.get("params"), base.get("params_total")
     if params is None or total is None:  # a pretrained base: its counts from pretraining
         end = rundir.read_done(Path(base["path"]).resolve()) or {}
         params = params or end.get("params_non_embedding")
         total = total or end.get("params_total")
-    info = run_info(cell_dir(study, cell["id"]) / "run")
     data = info.get("data", {})
     return {"cell": cell["id"], "base": cell["base"], "arch": cell["arch"], "params": params,
             "params_total": total, "construction": cell["construction"], "mix": cell["mix"],
@@ -196,23 +199,18 @@ def cell_columns(study, cell: dict, grid: dict) -> dict:
             "data_manifest_sha": data.get("train_items_sha256")}  # fmt: skip
 
 
-def run_info(run_dir: Path) -> dict:
-    return rundir.read_run_info(run_dir) if (run_dir / rundir.RUN_INFO).is_file() else {}
-
-
-def checkpoint_columns(run_dir: Path, step: int) -> dict:
-    """tokens_total and the per-ability validation losses logged at ``step``."""
-    rows = rundir.read_metrics(run_dir) if (run_dir / rundir.METRICS).is_file() else []
-    at = [r for r in rows if r.get("step") == step]
+def checkpoint_columns(metrics: list[dict], step: int) -> dict:
+    """tokens_total and the per-ability validation losses logged at ``step`` (metrics.jsonl)."""
+    at = [r for r in metrics if r.get("step") == step]
     tokens = max((r["tokens"] for r in at if r.get("tokens") is not None), default=0.0)
     losses = {k[5:-5]: v for r in at if r.get("kind") == "valid"
               for k, v in r.items() if k.startswith("eval_") and k.endswith("_loss")}  # fmt: skip
     return {"tokens_total": float(tokens), "_losses": losses}
 
 
-def own_columns(row: dict, study, cell: dict) -> dict:
-    """n_own, tokens_own and valid_loss: this row's ability's share of the cell's training."""
-    info = run_info(cell_dir(study, cell["id"]) / "run").get("data", {})
+def own_columns(row: dict, info: dict) -> dict:
+    """n_own, tokens_own and valid_loss: this row's ability's share of the cell's training
+    (``info``: run_info.json's data section)."""
     counts, tokens = info.get("train_counts", {}), info.get("assistant_tokens", {})
     share = tokens.get(row["ability"], 0) / sum(tokens.values()) if tokens else 0.0
     losses = row.pop("_losses", {})

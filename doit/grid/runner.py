@@ -159,12 +159,13 @@ def gpu_slots(max_parallel: int, gpus_per_cell: int) -> list[str | None]:
 
 def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -> dict:
     """Each cell in a worker process; K at once; each slot keeps its own GPUs."""
-    gpus = read_plan(study)["grid"].get("gpus", 1)
-    slots = gpu_slots(max_parallel, gpus)
+    plan = read_plan(study)
+    cells = {c["id"]: c for c in plan["cells"]}
+    slots = gpu_slots(max_parallel, plan["grid"].get("gpus", 1))
     free = list(range(len(slots)))
 
     def one(cid: str) -> tuple[str, str]:
-        if not wait_for_base(study, _cell(study, cid), set(ids)):
+        if not wait_for_base(study, cells[cid], cells, set(ids)):
             return cid, "failed"
         slot = free.pop()
         env = {**os.environ, **thread_env(threads)}
@@ -179,7 +180,7 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -
                 subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
         finally:
             free.append(slot)
-        ended = state(study, _cell(study, cid))
+        ended = state(study, cells[cid])
         print(f"{ended:<7} {cid}  ({time.perf_counter() - started:.0f} s; log {log})", flush=True)
         return cid, ended
 
@@ -187,12 +188,12 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -
         return dict(pool.map(one, ids))
 
 
-def wait_for_base(study, cell: dict, queued: set[str], poll_s: float = 2.0) -> bool:
+def wait_for_base(study, cell: dict, cells: dict, queued: set[str], poll_s: float = 2.0) -> bool:
     """Wait while the pretraining cell that ``cell`` needs is queued ahead of it or running;
     False, with ``cell`` marked failed, once that cell has failed or will not run."""
     needs = cell.get("needs")
     while needs:
-        st = state(study, _cell(study, needs))
+        st = state(study, cells[needs])
         if st == "done":
             return True
         if st == "failed" or (st == "pending" and needs not in queued):
@@ -206,14 +207,6 @@ def wait_for_base(study, cell: dict, queued: set[str], poll_s: float = 2.0) -> b
     return True
 
 
-def _cell(study, cid: str) -> dict:
-    return next(c for c in read_plan(study)["cells"] if c["id"] == cid)
-
-
-def _kind(study, cid: str) -> str:
-    return _cell(study, cid)["kind"]
-
-
 # --- Slurm through submitit ----------------------------------------------------------------------
 def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
     """One array task: single-node cells run as locally; a multi-node cell's task on every node
@@ -221,8 +214,8 @@ def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
     import submitit
 
     plan = read_plan(study)
-    nodes = plan["grid"].get("nodes", 1)
-    if nodes == 1 or _kind(study, cell_id) == "pretrain":
+    cell = next(c for c in plan["cells"] if c["id"] == cell_id)
+    if plan["grid"].get("nodes", 1) == 1 or cell["kind"] == "pretrain":
         return work_cell(study, cell_id, threads)
     from doit.grid.cell import write_hostfile
 
@@ -233,7 +226,7 @@ def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
         from doit.grid.cell import train
 
         keys = {k: plan["grid"][k] for k in ("launcher", "gpus", "nodes") if k in plan["grid"]}
-        train(_cell(study, cell_id), cell_dir(study, cell_id), {**keys, **launch})
+        train(cell, cell_dir(study, cell_id), {**keys, **launch})
         return "worker"
     return work_cell(study, cell_id, threads, launch)
 
