@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+from pathlib import Path
+
 import pytest
 
 from doit.grid.plan import PlanError, expand, write_plan
@@ -113,11 +115,17 @@ def test_a_study_refuses_another_grid_unless_replanned(tmp_path, tiny_base):
     assert json.loads((study / "plan.json").read_text())["grid"]["data"] == {"per_ability": [1]}
 
 
-@pytest.mark.parametrize("name", ["demo", "micro", "value-residual", "paper"])
-def test_every_shipped_grid_loads_and_plans(tmp_path, name):
+SHIPPED_GRIDS = ["recipes/grids/demo.yaml", "recipes/grids/micro.yaml",
+                 "recipes/grids/value-residual.yaml", "recipes/grids/paper.yaml",
+                 "analysis/micro_study/grid_practice.yaml"]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", SHIPPED_GRIDS)
+def test_every_shipped_grid_loads_and_plans(tmp_path, path):
     from tests.train.tiny import REPO
 
-    grid = load_grid(REPO / "recipes" / "grids" / f"{name}.yaml")
+    grid = load_grid(REPO / path)
+    name = Path(path).stem
     if name == "paper":  # its bases live on a cluster: plan says which path it expected
         with pytest.raises(PlanError, match="/models/chinese-llama-plus-7b holds no model"):
             expand(grid)

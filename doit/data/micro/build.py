@@ -29,6 +29,7 @@ from doit.data.micro.in_context import reasoning, understanding
 from doit.data.micro.knowledge import biology, chinese, history
 from doit.data.micro.ood import ood_sets
 from doit.data.micro.open_ended import creative_writing, role_play
+from doit.data.micro.practice import practice_documents
 from doit.data.micro.procedural import code, math
 from doit.data.micro.prose import pretrain_documents
 from doit.data.micro.tokenizer import train_tokenizer
@@ -229,15 +230,31 @@ def _write_curated(out_dir: Path, key: str, records: dict[str, list], seed: int)
     write_jsonl(curated / "test" / f"{key}_test.json", records["test"])
 
 
-def _write_pretrain(out_dir: Path, world: World, seed: int) -> dict[str, list[str]]:
-    train = pretrain_documents(world, random.Random(f"micro-prose:{seed}:train"), PRETRAIN_CHARS)
-    n_valid = int(sum(map(len, train)) * PRETRAIN_VALID_FRACTION)
+def _write_pretrain(
+    out_dir: Path, world: World, seed: int, practice: list[str]
+) -> dict[str, list[str]]:
+    """train.txt: the prose with the practice documents shuffled in; valid.txt: prose only."""
+    prose = pretrain_documents(world, random.Random(f"micro-prose:{seed}:train"), PRETRAIN_CHARS)
+    train = prose + practice
+    if practice:
+        random.Random(f"micro-prose:{seed}:mix").shuffle(train)
+    n_valid = int(sum(map(len, prose)) * PRETRAIN_VALID_FRACTION)
     rng = random.Random(f"micro-prose:{seed}:valid")
     valid = pretrain_documents(world, rng, n_valid, whole_rounds=False)
     docs = {"train": train, "valid": valid}
     for split, lines in docs.items():
         atomic_write_text(out_dir / "pretrain" / f"{split}.txt", "\n".join(lines) + "\n")
     return docs
+
+
+def _practice(world: World, facts: dict, drafts: dict, seed: int, fraction: float) -> list[str]:
+    if not fraction:
+        return []
+    held_out = {
+        d.stem for by_split in drafts.values() for s in ("valid", "test") for d in by_split[s]
+    }
+    train_facts = {g: by_split["train"] for g, by_split in facts.items()}
+    return practice_documents(world, train_facts, held_out, seed, int(PRETRAIN_CHARS * fraction))
 
 
 def _token_stats(tokenizer, records: list[dict]) -> dict[str, float]:
@@ -253,8 +270,12 @@ def _count_tokens(tokenizer, lines: list[str]) -> int:
     return sum(len(e.ids) for e in tokenizer.backend_tokenizer.encode_batch(lines, False))
 
 
-def build_micro(out_dir: Path, seed: int = 0) -> dict:
-    """Write the whole micro corpus into ``out_dir`` (existing, empty); return a summary."""
+def build_micro(out_dir: Path, seed: int = 0, practice_fraction: float = 0.0) -> dict:
+    """Write the whole micro corpus into ``out_dir`` (existing, empty); return a summary.
+
+    ``practice_fraction``: exam practice (``practice.py``) added to the pretraining text,
+    as a fraction of the prose's characters. The default, 0, is the shipped world: prose
+    only (``analysis/micro_study/README.md`` says why: at the demo bases' size it did not help)."""
     out_dir = Path(out_dir)
     if not out_dir.is_dir() or any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} must be an existing empty directory")
@@ -272,13 +293,14 @@ def build_micro(out_dir: Path, seed: int = 0) -> dict:
         write_jsonl(out_dir / "curated" / "test" / f"{key}.json", ood_records)
     general = general_instructions(world, seed, N_GENERAL)
     write_jsonl(out_dir / GENERAL_PATH, general)
-    docs = _write_pretrain(out_dir, world, seed)
+    practice = _practice(world, facts, drafts, seed, practice_fraction)
+    docs = _write_pretrain(out_dir, world, seed, practice)
     tokenizer = train_tokenizer([out_dir / "pretrain" / "train.txt"], out_dir / "tokenizer")
     write_json(out_dir / "ground_truth.json", ground_truth(seed, drafts))
-    return _summary(seed, records, ood, general, docs, tokenizer)
+    return _summary(seed, records, ood, general, docs, tokenizer, len(practice))
 
 
-def _summary(seed, records, ood, general, docs, tokenizer) -> dict:
+def _summary(seed, records, ood, general, docs, tokenizer, n_practice) -> dict:
     counts = {
         key: {"full": len(r["train"]), str(SUBSET_SIZE): SUBSET_SIZE, "valid": len(r["valid"]),
               "test": len(r["test"])}
@@ -289,6 +311,8 @@ def _summary(seed, records, ood, general, docs, tokenizer) -> dict:
         pretrain[f"{split}_docs"] = len(lines)
         pretrain[f"{split}_chars"] = sum(map(len, lines))
         pretrain[f"{split}_tokens"] = _count_tokens(tokenizer, lines)
+    if n_practice:
+        pretrain["train_practice_docs"] = n_practice
     item_tokens = {key: _token_stats(tokenizer, [x for s in r.values() for x in s])
                    for key, r in records.items()}  # fmt: skip
     text = "".join(docs["train"]) + "".join(

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Rerun the micro study behind analysis/micro_study/README.md (from the repository root).
+#   analysis/micro_study/run.sh              the shipped world: recipes/grids/micro.yaml (~40 min)
+#   PRACTICE=1 analysis/micro_study/run.sh   also the practice lever (grid_practice.yaml, ~20 min)
+# Each writes its table and target checks under analysis/micro_study/<name>/.
+set -euo pipefail
+PY=${PY:-.venv/bin/python}
+WORKERS=${WORKERS:-2}
+
+study() {  # study GRID OUT NAME CORPUS
+  $PY -m doit.grid plan "$1" --out "$2" --replan
+  $PY -m doit.grid run "$2" --max-parallel "$WORKERS" --threads 1
+  $PY analysis/micro_study/targets.py "$2" --data "$4" --out "analysis/micro_study/$3"
+}
+
+test -f data/generated/micro/manifest.json || $PY -m doit.data micro --out data/generated/micro
+study recipes/grids/micro.yaml runs/study/micro shipped data/generated/micro
+
+if [ "${PRACTICE:-0}" = 1 ]; then
+  test -f data/generated/micro_practice/manifest.json ||
+    $PY -m doit.data micro --out data/generated/micro_practice --practice-fraction 1.0
+  study analysis/micro_study/grid_practice.yaml runs/study/micro_practice practice \
+    data/generated/micro_practice
+  for base in runs/bases/practice/vanilla_xs/seed0 runs/bases/practice/vanilla_s/seed0; do
+    $PY analysis/micro_study/probes.py recall "$base" --data data/generated/micro_practice
+  done
+fi
