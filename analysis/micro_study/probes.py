@@ -2,6 +2,7 @@
 
     python analysis/micro_study/probes.py recall BASE --data CORPUS
     python analysis/micro_study/probes.py letters BASE [--scratch] [--steps 3000] [--lr 1e-3]
+        [--target letter|copy|next]
 
 ``recall``: does the base know the facts asked in the question's own wording? For each
 knowledge item (biology, history, chinese; first 100 of train and of test), rank its options
@@ -12,7 +13,10 @@ gold ranks first. No letters are involved.
 ``--scratch``, a fresh model of the same shape) on drills only: ``下列哪一项是X？`` with four
 options, one of which is X, loss on the answer letter alone, 8 drills a step, and prints the
 accuracy on 200 held-out drills every 250 steps. Nothing here recalls a fact; the option
-that says X is in the prompt.
+that says X is in the prompt. Two controls: ``--target copy`` asks for X itself (no option
+to find), ``--target next`` for the first token of the option after the one that says X
+(find the option, then read forwards, as an induction head does, instead of backwards to
+its letter).
 """
 
 from __future__ import annotations
@@ -67,23 +71,22 @@ def recall(model, tok, data: Path) -> None:
                   f"(chance {100 / 4:.0f}%)")  # fmt: skip
 
 
-def _drill(tok, rng: random.Random) -> tuple[list[int], int]:
+def _drill(tok, rng: random.Random, target: str) -> tuple[list[int], int]:
     options = rng.sample(DRILL_VALUES, 4)
-    x = rng.choice(options)
-    text = f"下列哪一项是{x}？\n" + "\n".join(f"{c}. {o}" for c, o in zip("ABCD", options))
-    letter = "ABCD"[options.index(x)]
-    return tok(text + "\n答案：", add_special_tokens=False)["input_ids"], tok(letter)["input_ids"][
-        0
-    ]
+    i = rng.randrange(3 if target == "next" else 4)
+    text = f"下列哪一项是{options[i]}？\n" + "\n".join(f"{c}. {o}" for c, o in zip("ABCD", options))
+    answer = {"letter": "ABCD"[i], "copy": options[i], "next": options[(i + 1) % 4]}[target]
+    ids = tok(text + "\n答案：", add_special_tokens=False)["input_ids"]
+    return ids, tok(answer, add_special_tokens=False)["input_ids"][0]
 
 
-def letters(model, tok, steps: int, lr: float) -> None:
+def letters(model, tok, steps: int, lr: float, target: str) -> None:
     def accuracy() -> float:
         rng, hits = random.Random(99), 0
         model.eval()
         with torch.no_grad():
             for _ in range(200):
-                ids, gold = _drill(tok, rng)
+                ids, gold = _drill(tok, rng, target)
                 hits += int(model(torch.tensor([ids])).logits[0, -1].argmax().item() == gold)
         model.train()
         return hits / 200
@@ -92,9 +95,9 @@ def letters(model, tok, steps: int, lr: float) -> None:
     rng, start = random.Random(0), time.time()
     for step in range(steps + 1):
         if step % 250 == 0:
-            print(f"step {step:5d} ({8 * step:6d} drills): accuracy {accuracy():.3f} (chance 0.25), "
+            print(f"step {step:5d} ({8 * step:6d} drills): accuracy {accuracy():.3f}, "
                   f"{time.time() - start:.0f} s", flush=True)  # fmt: skip
-        batch = [_drill(tok, rng) for _ in range(8)]  # every drill has the same length
+        batch = [_drill(tok, rng, target) for _ in range(8)]  # every drill has the same length
         logits = model(torch.tensor([ids for ids, _ in batch])).logits[:, -1]
         loss = torch.nn.functional.cross_entropy(logits, torch.tensor([g for _, g in batch]))
         optimizer.zero_grad()
@@ -110,6 +113,7 @@ def main(argv=None) -> int:
     p.add_argument("--scratch", action="store_true", help="letters: a fresh model, same shape")
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--target", choices=("letter", "copy", "next"), default="letter")
     args = p.parse_args(argv)
     torch.manual_seed(0)
     tok = AutoTokenizer.from_pretrained(args.base)
@@ -120,7 +124,7 @@ def main(argv=None) -> int:
     if args.probe == "recall":
         recall(model.eval(), tok, args.data)
     else:
-        letters(model.train(), tok, args.steps, args.lr)
+        letters(model.train(), tok, args.steps, args.lr, args.target)
     return 0
 
 

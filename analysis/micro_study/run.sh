@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Rerun the micro study behind analysis/micro_study/README.md (from the repository root).
-#   analysis/micro_study/run.sh              the shipped world: recipes/grids/micro.yaml (~40 min)
+#   analysis/micro_study/run.sh              the shipped world: recipes/grids/micro.yaml's
+#                                            per-ability cells (no leave-one-out; ~15 min)
 #   PRACTICE=1 analysis/micro_study/run.sh   also the practice lever (grid_practice.yaml, ~20 min)
 # Each writes its table and target checks under analysis/micro_study/<name>/.
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 WORKERS=${WORKERS:-2}
 
-study() {  # study GRID OUT NAME CORPUS
+study() {  # study GRID OUT NAME CORPUS [CELL-GLOB]
   $PY -m doit.grid plan "$1" --out "$2" --replan
-  $PY -m doit.grid run "$2" --max-parallel "$WORKERS" --threads 1
+  $PY -m doit.grid run "$2" --max-parallel "$WORKERS" --threads 1 --cells "${5:-*}"
   $PY analysis/micro_study/targets.py "$2" --data "$4" --out "analysis/micro_study/$3"
 }
 
 test -f data/generated/micro/manifest.json || $PY -m doit.data micro --out data/generated/micro
-study recipes/grids/micro.yaml runs/study/micro shipped data/generated/micro
+study recipes/grids/micro.yaml runs/study/micro shipped data/generated/micro \
+  '*-n[0-9][0-9][0-9][0-9]-s*'
 
 if [ "${PRACTICE:-0}" = 1 ]; then
   test -f data/generated/micro_practice/manifest.json ||

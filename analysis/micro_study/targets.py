@@ -81,53 +81,81 @@ def diff(boot, ability, a, b) -> tuple[float, float, float]:
     return (float(point[a] - point[b]), *ci(d))
 
 
-def check_targets(boot: dict, truth: dict, small: str, large: str, lo_n: int, hi_n: int) -> list:
-    """[(target, passed, detail)] for the targets of issue #12."""
-    abilities = [a for a in boot if a in truth]
-    table = score_table(boot, truth)
+def _fmt(diffs: dict) -> str:
+    return "; ".join(f"{a} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for a, (d, lo, hi) in diffs.items())
+
+
+def _learnable(boot, truth, table, small, large, lo_n, hi_n):
     big = table[(table.base == large) & (table.n == hi_n)].set_index("ability")
-    learn = [a for a in abilities if big.loc[a, "above_chance"] >= 15]
-    results = [("learnable: >= 7 of 10 abilities >= 15 points above chance at the larger base, "
-                f"n = {hi_n}", len(learn) >= 7, f"{len(learn)}: {', '.join(learn)}")]  # fmt: skip
-    responsive = [a for a in abilities if truth[a]["learnable"]]
-    gains = {a: diff(boot, a, (large, hi_n), (large, lo_n)) for a in responsive}
-    data_ok = [a for a, (d, lo, _) in gains.items() if d >= 10 and lo > 0]
-    results.append((f"data responds: >= 5 learnable abilities gain >= 10 points, n = {lo_n} -> "
-                    f"{hi_n}, CI above 0", len(data_ok) >= 5,
-                    "; ".join(f"{a} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-                              for a, (d, lo, hi) in gains.items())))  # fmt: skip
+    learn = [a for a in boot if big.loc[a, "above_chance"] >= 15]
+    return len(learn) >= 7, f"{len(learn)}: {', '.join(learn)}"
+
+
+def _data(boot, truth, table, small, large, lo_n, hi_n):
+    gains = {a: diff(boot, a, (large, hi_n), (large, lo_n)) for a in boot if truth[a]["learnable"]}
+    ok = [a for a, (d, lo, _) in gains.items() if d >= 10 and lo > 0]
+    return len(ok) >= 5, _fmt(gains)
+
+
+def _size(boot, truth, table, small, large, lo_n, hi_n):
     sizes = {a: diff(boot, a, (large, hi_n), (small, hi_n)) for a in KNOWLEDGE_SIZE}
-    size_ok = [a for a, (d, lo, _) in sizes.items() if d >= 5 and lo > 0]
-    results.append((f"size responds: >= 3 of {', '.join(KNOWLEDGE_SIZE)}: {large} beats {small} "
-                    f"by >= 5 at n = {hi_n}, CI above 0", len(size_ok) >= 3,
-                    "; ".join(f"{a} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-                              for a, (d, lo, hi) in sizes.items())))  # fmt: skip
-    for a in ("understanding", "reasoning"):
-        gain, gap = gains[a][0], sizes.get(a, diff(boot, a, (large, hi_n), (small, hi_n)))[0]
-        results.append(
-            (
-                f"{a}: data gain exceeds the size gap",
-                gain > abs(gap),
-                f"gain {gain:+.1f}, size gap {gap:+.1f}",
-            )
-        )
+    ok = [a for a, (d, lo, _) in sizes.items() if d >= 5 and lo > 0]
+    return len(ok) >= 3, _fmt(sizes)
+
+
+def _data_over_size(ability):
+    def check(boot, truth, table, small, large, lo_n, hi_n):
+        gain = diff(boot, ability, (large, hi_n), (large, lo_n))[0]
+        gap = diff(boot, ability, (large, hi_n), (small, hi_n))[0]
+        return gain > abs(gap), f"gain {gain:+.1f}, size gap {gap:+.1f}"
+
+    return check
+
+
+def _cells(rows) -> str:
+    return ", ".join(f"{r.base} n={r.n}: {r.score} [{r.lo}, {r.hi}]" for r in rows.itertuples())
+
+
+def _role_play(boot, truth, table, small, large, lo_n, hi_n):
     rp = table[table.ability == "role_play"]
-    rp_ok = bool(((rp.lo <= 50) & (rp.hi >= 50) | (rp.score - 50).abs().le(10)).all())
-    results.append(("plateau: role_play's CI includes 50 (or within 50 +- 10) at every n", rp_ok,
-                    ", ".join(f"{r.base} n={r.n}: {r.score} [{r.lo}, {r.hi}]"
-                              for r in rp.itertuples())))  # fmt: skip
-    plateau = 100 * truth["ethics"]["expected_plateau"]
+    ok = ((rp.lo <= 50) & (rp.hi >= 50)) | (rp.score - 50).abs().le(10)
+    return bool(ok.all()), _cells(rp)
+
+
+def _ethics(boot, truth, table, small, large, lo_n, hi_n):
     et = table[table.ability == "ethics"]
-    results.append((f"plateau: ethics below its plateau + 10 ({plateau + 10:.1f}) at every n",
-                    bool((et.hi < plateau + 10).all()),
-                    ", ".join(f"{r.base} n={r.n}: {r.score} [{r.lo}, {r.hi}]"
-                              for r in et.itertuples())))  # fmt: skip
-    cw = {b: diff(boot, "creative_writing", (b, hi_n), (b, 64)) for b in (small, large)
-          if (b, 64) in boot["creative_writing"][0].index}  # fmt: skip
-    results.append(("plateau: creative_writing n = 64 vs 256 within 5 points or CI includes 0",
-                    all(abs(d) <= 5 or lo <= 0 <= hi for d, lo, hi in cw.values()) and bool(cw),
-                    "; ".join(f"{b} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-                              for b, (d, lo, hi) in cw.items())))  # fmt: skip
+    return bool((et.hi < 100 * truth["ethics"]["expected_plateau"] + 10).all()), _cells(et)
+
+
+def _creative(boot, truth, table, small, large, lo_n, hi_n):
+    cw = {b: diff(boot, "creative_writing", (b, hi_n), (b, 64)) for b in (small, large)}
+    return all(abs(d) <= 5 or lo <= 0 <= hi for d, lo, hi in cw.values()), _fmt(cw)
+
+
+TARGETS = (
+    ("learnable: >= 7 of 10 abilities >= 15 points above chance, larger base, n = {hi}", _learnable),
+    ("data responds: >= 5 learnable abilities gain >= 10 points, n = {lo} -> {hi}, CI above 0",
+     _data),
+    ("size responds: >= 3 of biology, history, chinese, code: the larger base ahead by >= 5 at "
+     "n = {hi}, CI above 0", _size),
+    ("understanding: data gain exceeds the size gap", _data_over_size("understanding")),
+    ("reasoning: data gain exceeds the size gap", _data_over_size("reasoning")),
+    ("plateau: role_play's CI includes 50 (or within 50 +- 10) at every n", _role_play),
+    ("plateau: ethics below its planted plateau + 10 at every n", _ethics),
+    ("plateau: creative_writing n = 64 vs {hi} within 5 points or CI includes 0", _creative),
+)  # fmt: skip
+
+
+def check_targets(boot: dict, truth: dict, small: str, large: str, lo_n: int, hi_n: int) -> list:
+    """[(target, passed or None when the study lacks its cells, detail)] for issue #12."""
+    table = score_table(boot, truth)
+    results = []
+    for name, check in TARGETS:
+        try:
+            ok, detail = check(boot, truth, table, small, large, lo_n, hi_n)
+        except KeyError as missing:  # a (base, n) cell the target compares is not in the study
+            ok, detail = None, f"not measured: no cell {missing}"
+        results.append((name.format(lo=lo_n, hi=hi_n), ok, detail))
     return results
 
 
@@ -154,7 +182,8 @@ def main(argv=None) -> int:
     if {args.small, args.large} <= bases:
         for name, ok, detail in check_targets(boot, truth, args.small, args.large, args.lo_n,
                                               args.hi_n):  # fmt: skip
-            lines.append(f"- [{'x' if ok else ' '}] {name}: {detail}")
+            mark = {True: "x", False: " ", None: "-"}[ok]
+            lines.append(f"- [{mark}] {name}: {detail}")
         print("\n".join(lines))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
