@@ -276,6 +276,8 @@ def build_micro(out_dir: Path, seed: int = 0, practice_fraction: float = 0.0) ->
     ``practice_fraction``: exam practice (``practice.py``) added to the pretraining text,
     as a fraction of the prose's characters. The default, 0, is the shipped world: prose
     only (``analysis/micro_study/README.md`` says why: at the demo bases' size it did not help)."""
+    if practice_fraction < 0:
+        raise ValueError(f"practice_fraction: expected >= 0, got {practice_fraction}")
     out_dir = Path(out_dir)
     if not out_dir.is_dir() or any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} must be an existing empty directory")
