@@ -27,8 +27,8 @@ KNOWLEDGE_SIZE = ("biology", "history", "chinese", "code")
 REPLICATES = 2000
 
 
-def item_matrix(study: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(correct as 0/1: rows = (base, n, seed), columns = (ability, split, idx)), cell table."""
+def item_matrix(study: Path) -> pd.DataFrame:
+    """Correct as 0/1: rows (base, n, seed), columns (ability, split, idx); last epoch."""
     cells = read_results(study)
     cells = cells[cells.construction.isin(["base", "curated"]) & cells.excluded_ability.isna()]
     cells = cells[["cell", "base", "n_per_ability", "seed", "params"]].drop_duplicates("cell")
@@ -39,7 +39,7 @@ def item_matrix(study: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     items["correct"] = items.correct.astype(float)
     wide = items.pivot_table(index=["base", "n_per_ability", "seed"],
                              columns=["ability", "split", "idx"], values="correct")  # fmt: skip
-    return wide, cells
+    return wide
 
 
 def bootstrap(wide: pd.DataFrame, rng: np.random.Generator, replicates: int) -> dict:
@@ -171,7 +171,7 @@ def main(argv=None) -> int:
     p.add_argument("--replicates", type=int, default=REPLICATES)
     args = p.parse_args(argv)
     truth = json.loads((args.data / "ground_truth.json").read_text(encoding="utf-8"))["abilities"]
-    wide, _ = item_matrix(args.study)
+    wide = item_matrix(args.study)
     boot = bootstrap(wide, np.random.default_rng(0), args.replicates)
     boot = {a: v for a, v in boot.items() if a in truth}
     table = score_table(boot, truth)

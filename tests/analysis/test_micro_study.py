@@ -74,7 +74,7 @@ def study(tmp_path_factory):
 
 def test_scores_pool_valid_and_test_and_average_the_seeds(study):
     t = targets_module()
-    wide, _ = t.item_matrix(study / "study")
+    wide = t.item_matrix(study / "study")
     assert wide.shape == (16, 10 * 200)  # 2 bases x 4 n x 2 seeds; 200 items per ability
     boot = t.bootstrap(wide, np.random.default_rng(0), 200)
     point, reps = boot["biology"]
