@@ -22,7 +22,6 @@ its letter).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -32,24 +31,28 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 import doit.models  # noqa: F401 -- registers the value-residual architectures
+from doit.data.load import load_items
 from doit.data.micro.world import COLOURS, FOODS, HABITATS
+from doit.eval.predict import sequence_ppl
 
 KNOWLEDGE = ("biology", "history", "chinese")
 DRILL_VALUES = COLOURS + FOODS + HABITATS
 
 
 def _items(data: Path, ability: str, split: str, k: int = 100) -> list[dict]:
+    """The first ``k`` items of ``ability`` in ``split`` (train: the full pool)."""
     name = "full" if split == "train" else split
-    lines = (data / "curated" / name / f"{ability}_{name}.json").read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines[:k]]
+    return load_items(data, name, pool="full", abilities=[ability], ood=False)[:k]
 
 
-def _mean_logprob(model, tok, prefix: str, continuation: str) -> float:
-    a = tok(prefix, add_special_tokens=False)["input_ids"]
-    b = tok(continuation, add_special_tokens=False)["input_ids"]
+def _ranked_first(model, tok, prefix: str, options: dict[str, str]) -> str:
+    """The option letter whose text, after ``prefix``, has the lowest perplexity."""
+    start = len(tok(prefix, add_special_tokens=False)["input_ids"])
+    seqs = [(tok(prefix + text + "。", add_special_tokens=False)["input_ids"], start)
+            for text in options.values()]  # fmt: skip
     with torch.no_grad():
-        logp = model(torch.tensor([a + b])).logits[0].log_softmax(-1)
-    return sum(logp[len(a) - 1 + i, t].item() for i, t in enumerate(b)) / len(b)
+        ppl = sequence_ppl(model, seqs, tok.pad_token_id)
+    return list(options)[ppl.index(min(ppl))]
 
 
 def recall(model, tok, data: Path) -> None:
@@ -63,9 +66,7 @@ def recall(model, tok, data: Path) -> None:
                 if gold not in options:
                     continue  # true/false and cloze items
                 prefix = "问：" + lines[0] + "答："
-                best = max(
-                    options, key=lambda c: _mean_logprob(model, tok, prefix, options[c] + "。")
-                )
+                best = _ranked_first(model, tok, prefix, options)
                 hits, n = hits + (best == gold), n + 1
             print(f"{ability:8s} {split:5s} {n:3d} items: gold ranked first {100 * hits / n:.1f}% "
                   f"(chance {100 / 4:.0f}%)")  # fmt: skip

@@ -114,8 +114,7 @@ def test_a_built_practice_corpus_never_quizzes_a_held_out_fact(
 ):
     """On the written corpus: no quiz line gives a held-out fact away, no valid/test knowledge
     question appears in train.txt, and valid.txt stays prose only."""
-    import json
-
+    from doit.data.io import read_jsonl
     from doit.data.micro.build import build_micro
 
     summary = build_micro(tmp_path, seed=0, practice_fraction=0.3)
@@ -133,8 +132,8 @@ def test_a_built_practice_corpus_never_quizzes_a_held_out_fact(
     for ability in ("biology", "history", "chinese"):
         for split in ("valid", "test"):
             path = tmp_path / "curated" / split / f"{ability}_{split}.json"
-            for record in path.read_text(encoding="utf-8").splitlines():
-                prompt = json.loads(record)["messages"][-2]["content"].split("\n")
+            for _, record in read_jsonl(path):
+                prompt = record["messages"][-2]["content"].split("\n")
                 for line in prompt:  # the question or the true/false statement, not option lines
                     if line not in WRAPPERS and not INLINE_OPTION.match(line):
                         assert line not in text, line
