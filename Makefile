@@ -51,11 +51,11 @@ test-fast: $(VENV)/.installed check-cxx
 ladder: $(VENV)/.installed check-cxx
 	test -f $(DEMO_DIR)/pretrain/train.txt || $(PY) -m doit.data micro --out $(DEMO_DIR)
 	$(PY) -m doit.train.ladder --out $(LADDER_DIR) --seeds $(SEEDS) --jobs 2 --threads 1 -- --micro_dir $(DEMO_DIR)
-	$(PY) analysis/value_residual_micro.py $(LADDER_DIR) --out $(LADDER_DIR)/analysis
+	$(PY) studies/value_residual_micro.py $(LADDER_DIR) --out $(LADDER_DIR)/analysis
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check doit recipes tests bench analysis
-	$(PY) -m ruff format --check doit recipes tests bench analysis
+	$(PY) -m ruff check doit recipes tests bench studies
+	$(PY) -m ruff format --check doit recipes tests bench studies
 
 clean:
 	rm -rf $(VENV) .pytest_cache data/generated

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from doit.data.io import write_jsonl
 from doit.data.layout import SPLIT_DIRS
 from doit.data.load import load_items
 from doit.data.schema import to_record
 from doit.data.subsets import build_subsets
 from doit.data.validate import load_expectation, validate_path
-from doit.train.chat import prepare_tokenizer
-from doit.train.data import tokenise, training_template
+from doit.io import write_jsonl
+from doit.models.chat import prepare_tokenizer
+from doit.train.sft.data import tokenise, training_template
 
 _FULL = next(e for e in load_expectation("doit")[1]["files"] if "count_by_ability" in e)
 DOIT_FULL = _FULL["count_by_ability"]  # the real `full` pool sizes (data/doit/expected.yaml)

@@ -19,7 +19,7 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 from doit.data.load import load_items
 from doit.data.sampling import by_ability
 from doit.eval.predict import predict_items
-from doit.train.chat import prepare_tokenizer
+from doit.models.chat import prepare_tokenizer
 
 
 def micro_model(tokenizer) -> LlamaForCausalLM:

@@ -24,7 +24,6 @@ average at each mode's start is printed: other processes on the machine distort 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -38,6 +37,7 @@ import yaml
 
 from doit.grid import read_results
 from doit.grid.plan import read_plan
+from doit.io import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 SFT = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
@@ -71,7 +71,7 @@ def ensure_inputs(base: Path, corpus: Path, work: Path) -> dict:
         call(["-m", "doit", "pretrain", "--config", str(PRETRAIN), "--output_dir", str(base),
               "--num_train_epochs", "0.25", "--micro_dir", str(corpus)],
              2, work / "cache", work / "log")  # fmt: skip
-    done = json.loads((base / "DONE").read_text(encoding="utf-8"))
+    done = read_json(base / "DONE")
     return {"params": done["params_non_embedding"], "params_total": done["params_total"]}
 
 

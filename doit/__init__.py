@@ -1,9 +1,12 @@
 """doit: instruction-tuning scaling studies, ability by ability.
 
-Subpackages: ``doit.data`` (corpus model), ``doit.models`` (ResFormer/SVFormer),
-``doit.train`` (SFT), ``doit.eval`` (scoring). ``doit.models`` is imported lazily
-(``doit.models`` or ``import doit.models``): it registers ``model_type: resformer``
-with the transformers Auto classes, and data-only users never pay for torch.
+Subpackages, in the order data flows through them: ``doit.data`` (the corpus: abilities, answer
+kinds, validation, subsets, mixes, the micro world), ``doit.models`` (ResFormer/SVFormer, the chat
+format, the one model loader), ``doit.train`` (fine-tuning and pretraining), ``doit.eval``
+(prediction and scoring), ``doit.grid`` (a whole study: plan, run, results table) and
+``doit.analysis`` (fits, sensitivities, features, predictions, report). ``doit.io`` is the
+project's file I/O. Subpackages are imported lazily (``doit.models`` registers ``model_type:
+resformer`` with the transformers Auto classes; data-only users never pay for torch).
 """
 
 import importlib
@@ -12,6 +15,6 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    if name in ("data", "models", "train", "eval"):
+    if name in ("data", "models", "train", "eval", "grid", "analysis", "io"):
         return importlib.import_module(f"doit.{name}")
     raise AttributeError(f"module 'doit' has no attribute {name!r}")

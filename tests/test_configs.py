@@ -86,7 +86,7 @@ PARSE_ALL = r"""
 import sys, warnings, yaml
 import deepspeed, transformers.integrations.deepspeed, trl  # import-time warnings are not config's
 from trl import SFTConfig
-from doit.train.args import parse_args
+from doit.train.sft.args import parse_args
 fixture, out, *configs = sys.argv[1:]
 uses_ds = lambda c: bool(yaml.safe_load(open(c)).get("deepspeed"))
 for config in sorted(configs, key=uses_ds):  # DeepSpeed's process state last: it stays

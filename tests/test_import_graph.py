@@ -82,3 +82,43 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 
 def test_doit_has_no_import_cycle():
     assert cycles(graph()) == []
+
+
+# Lower layers never import upper ones: data and models know nothing of training, evaluation,
+# studies or analysis; evaluation knows nothing of training (it reads run dirs as files).
+LAYERS = {
+    "doit.data": ("doit.train", "doit.eval", "doit.grid", "doit.analysis"),
+    "doit.models": ("doit.train", "doit.eval", "doit.grid", "doit.analysis"),
+    "doit.io": (
+        "doit.data",
+        "doit.models",
+        "doit.train",
+        "doit.eval",
+        "doit.grid",
+        "doit.analysis",
+    ),
+    "doit.eval": ("doit.train",),
+}
+
+
+def layer_violations(edges: dict[str, set[str]]) -> list[str]:
+    def within(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    return sorted(
+        f"{src} -> {dst}"
+        for src, targets in edges.items()
+        for layer, forbidden in LAYERS.items()
+        if within(src, layer)
+        for dst in targets
+        if any(within(dst, f) for f in forbidden)
+    )
+
+
+def test_the_layer_check_finds_a_planted_upward_import():
+    edges = {"doit.data.load": {"doit.eval.score"}, "doit.eval.cli": {"doit.data.load"}}
+    assert layer_violations(edges) == ["doit.data.load -> doit.eval.score"]
+
+
+def test_lower_layers_import_nothing_from_upper_ones():
+    assert layer_violations(graph()) == []

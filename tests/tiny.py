@@ -8,7 +8,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from doit.train.chat import prepare_tokenizer
+from doit.models.chat import prepare_tokenizer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "doit_download"
 

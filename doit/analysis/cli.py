@@ -103,9 +103,9 @@ def measure_complexity(base: str, data: str | None, chat_format: str):
     from doit.analysis.features import complexity
     from doit.data import abilities as ab
     from doit.data.load import load_items
-    from doit.eval.predict import load_model
+    from doit.models import load_for_inference
 
-    model, tokenizer = load_model(base, chat_format=chat_format)
+    model, tokenizer = load_for_inference(base, chat_format=chat_format)
     items = [it for it in load_items(data, "test") if it["ability"] in ab.ABILITY_KEYS]
     return complexity(model, tokenizer, items)
 

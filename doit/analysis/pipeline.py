@@ -3,7 +3,6 @@ predictions; each CLI subcommand writes the pieces it names from one ``Analysis`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +17,7 @@ from doit.analysis.predict import predictions, summary
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import DELTA, sensitivities
 from doit.grid.results import read_results
+from doit.io import read_json
 
 
 @dataclass
@@ -112,4 +112,4 @@ class Analysis:
 
 def load_truth(data_dir) -> dict | None:
     path = Path(data_dir) / "ground_truth.json" if data_dir else None
-    return json.loads(path.read_text(encoding="utf-8")) if path and path.is_file() else None
+    return read_json(path) if path and path.is_file() else None

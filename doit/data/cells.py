@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from doit.data import abilities as ab
-from doit.data.io import write_jsonl
 from doit.data.layout import SPLIT_DIRS, split_dir
 from doit.data.manifest import write_manifest
 from doit.data.sampling import by_ability, identity
 from doit.data.schema import to_record
+from doit.io import read_json, write_jsonl
 
 
 def cell_name(n: int, synthetic: bool = False) -> str:
@@ -69,10 +69,9 @@ def write_cell(
 
 def source_is_synthetic(source: Path) -> bool:
     """True when ``source``'s manifest says doit generated it (the micro corpus)."""
-    import json
 
     m = source / "manifest.json"
-    return bool(m.is_file() and json.loads(m.read_text(encoding="utf-8")).get("synthetic_data"))
+    return bool(m.is_file() and read_json(m).get("synthetic_data"))
 
 
 def pool_sizes(items: list[dict[str, Any]]) -> dict[str, int]:

@@ -100,9 +100,9 @@ def _raw_records(path: Path, files: list[Path]) -> tuple[list[dict], list[tuple[
 
 def cmd_curate(a) -> int:
     from doit.data.curate import DEFAULT_THRESHOLD, curate, write_report
-    from doit.data.io import atomic_output_dir, write_jsonl
     from doit.data.layout import split_files
     from doit.data.split import input_files
+    from doit.io import atomic_output_dir, write_jsonl
 
     src = Path(a.input)
     records, origins = _raw_records(src, input_files(src))
@@ -166,9 +166,9 @@ def cmd_mix(a) -> int:
 
 
 def cmd_micro(a) -> int:
-    from doit.data.io import atomic_output_dir
     from doit.data.manifest import write_manifest
     from doit.data.micro import build_micro
+    from doit.io import atomic_output_dir
 
     print("building the micro DoIT corpus: SYNTHETIC data from a seeded fictional world")
     with atomic_output_dir(a.out) as tmp:

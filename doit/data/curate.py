@@ -58,7 +58,7 @@ from typing import Any
 from datasketch import LeanMinHash, MinHash, MinHashLSH
 
 from doit.data import abilities
-from doit.data.io import sha256_text, write_json
+from doit.io import sha256_text, write_json
 
 DEFAULT_THRESHOLD = 0.6
 DEFAULT_NGRAM = 3

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from doit.data import abilities as ab
-from doit.data.io import JsonlError, read_jsonl
 from doit.data.schema import Problem
+from doit.io import JsonError, read_jsonl
 
 TRAIN_POOLS = ("1000", "full")
 SPLITS = ("train", "valid", "test")
@@ -72,7 +72,7 @@ def read_records(path: Path) -> Iterator[tuple[int, Any]]:
         yield from _read_json_array(path, text)
         return
     for lineno, rec in read_jsonl(path, on_error="yield"):
-        if isinstance(rec, JsonlError):
+        if isinstance(rec, JsonError):
             rec = Problem(str(path), lineno, "json", f"invalid JSON: {rec.msg}")
         yield lineno, rec
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from doit import __version__
-from doit.data.io import sha256_file, write_json
 from doit.data.layout import ability_from_name, all_record_files, read_records
+from doit.io import sha256_file, write_json
 
 MANIFEST = "manifest.json"
 

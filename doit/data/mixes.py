@@ -38,9 +38,9 @@ import yaml
 
 from doit.data import abilities as ab
 from doit.data.cells import cell_name, pool_sizes, source_is_synthetic, write_cell
-from doit.data.io import atomic_output_dir
 from doit.data.load import load_items
 from doit.data.sampling import by_ability, take
+from doit.io import atomic_output_dir
 
 ALL = "all"
 _KEYS = {"seed", "source", "counts", "fill", "exclude", "synthetic", "provenance"}

@@ -20,12 +20,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from doit.data import abilities as ab
-from doit.data.io import atomic_output_dir, write_jsonl
 from doit.data.layout import SPLIT_DIRS, SYNTHETIC_DIR, all_record_files, is_record_file
 from doit.data.load import read_files, require_clean
 from doit.data.manifest import write_manifest
 from doit.data.sampling import by_ability, identity, ranked, take
 from doit.data.schema import Problem, to_record
+from doit.io import atomic_output_dir, write_jsonl
 
 SUFFIX = {"full": "_full.json", "1000": "_1000.json", "valid": "_valid.json", "test": "_test.json"}
 

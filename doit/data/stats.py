@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,7 @@ import pandas as pd
 from doit.data import abilities as ab
 from doit.data.layout import SPLIT_DIRS, SYNTHETIC_DIR
 from doit.data.load import load_items
+from doit.io import atomic_path
 
 STAT_SPLITS = ("1000", "full", "train", "valid", "test", ab.SYNTHETIC)
 
@@ -88,9 +88,7 @@ def plot_lengths(splits: dict[str, list[dict]], path: Path) -> Path:
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=90)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=90)
     plt.close(fig)
-    os.replace(tmp, path)
     return path

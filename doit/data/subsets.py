@@ -14,9 +14,9 @@ from pathlib import Path
 
 from doit.data import abilities as ab
 from doit.data.cells import cell_name, source_is_synthetic, write_cell
-from doit.data.io import atomic_output_dir
 from doit.data.load import load_items
 from doit.data.mixes import draw, per_ability_spec, synthetic_spec
+from doit.io import atomic_output_dir
 
 DEFAULT_PER_ABILITY = (1, 4, 16, 64, 256, 1000)
 DEFAULT_SYNTHETIC_TOTALS = (10, 40, 160, 640, 2560, 10000, 40960)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from doit.data.io import write_json
 from doit.data.schema import DataError
+from doit.io import write_json
 
 
 def _kinds(text: str) -> dict[str, int]:
@@ -44,11 +44,12 @@ def predict_abilities(abilities: str | None, ood: bool) -> tuple[list[str] | Non
 def cmd_predict(a) -> int:
     from doit.data.load import load_items
     from doit.eval import predict
+    from doit.models import load_for_inference
 
     keys, ood = predict_abilities(a.abilities, a.ood)
     items = load_items(a.data, a.split, abilities=keys, ood=ood)
     budgets = predict.budgets(a.max_new_tokens)  # bad kinds fail before the model loads
-    model, tokenizer = predict.load_model(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
+    model, tokenizer = load_for_inference(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
     rules = predict.predict_to(a.out, model, tokenizer, items, a.batch_size, budgets, a.chat_format)
     print(f"{a.out}: {len(items)} predictions; rules in {predict.rules_path(a.out)}")
     for kind, n in rules["n_hit_budget"].items():

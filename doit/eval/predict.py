@@ -14,8 +14,8 @@ One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
 and ``PRED.rules.json`` beside it: ``prediction_rules`` (chat format, context, each kind's
 budget, how many items hit it or did not fit, stop tokens, letter scoring).
 
-Every prompt is rendered by the tokenizer's chat template (``doit.train.chat``); an untuned
-base gets the template its fine-tuned cells train with (``load_model(chat_format=...)``).
+Every prompt is rendered by the tokenizer's chat template (``doit.models.chat``); an untuned
+base gets the template its fine-tuned cells train with (``doit.models.load_for_inference(chat_format=...)``).
 Generation is greedy and batched (left padding, KV cache, items sorted by prompt length);
 every generated kind gets the study's 1,024 new tokens unless overridden, clamped to what
 the context leaves after the prompt (the prompt is never cut). The three choices of
@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from doit.data import abilities as ab
-from doit.train.chat import speaker_template
+from doit.models.chat import speaker_template
 
 STUDY_MAX_NEW_TOKENS = 1024  # the study's greedy decoding cap, for every generated kind
 GENERATED_KINDS = (ab.MC, ab.TF, ab.MULTISELECT, ab.CLOZE, ab.MATH)
@@ -314,7 +314,7 @@ def prediction_rules(
 
 def predict_to(out, model, tokenizer, items, batch_size, budgets_, chat_format=None) -> dict:
     """Predict ``items`` into ``out`` (PRED.jsonl) and its rules file; returns the rules."""
-    from doit.data.io import write_json, write_jsonl
+    from doit.io import write_json, write_jsonl
 
     preds = predict_items(model, tokenizer, items, batch_size, budgets_)
     rules = prediction_rules(
@@ -329,37 +329,3 @@ def rules_path(predictions) -> Path:
     """``PRED.rules.json`` beside ``PRED.jsonl``."""
     path = Path(predictions)
     return path.with_name(path.name.removesuffix(".jsonl") + ".rules.json")
-
-
-def resolve_dtype(name: str) -> torch.dtype:
-    """``auto``: bf16 on a GPU that supports it, else fp32 (the reference evaluated in fp32)."""
-    if name == "auto":
-        gpu_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-        return torch.bfloat16 if gpu_bf16 else torch.float32
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
-
-
-def load_model(
-    model_dir: str,
-    adapter: str | None = None,
-    dtype: str = "auto",
-    chat_format: str | None = None,
-    seed: int = 0,
-):
-    """Model (full, or base + PEFT adapter) and its tokenizer, ready for batched inference,
-    through doit's one loader (`doit.models.load`).
-
-    ``chat_format`` (``doit`` or ``native``) renders through ``prepare_tokenizer`` exactly as
-    fine-tuning does, for an untuned base: speaker-token rows it adds are initialised as
-    fine-tuning initialises them (``set_seed(seed)`` before loading). Without it the tokenizer's
-    saved chat template is used (a fine-tuned model has one).
-    """
-    from doit.models import load
-
-    model, tokenizer = load(model_dir, adapter, chat_format, seed, dtype=resolve_dtype(dtype))
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = model.to(device).eval()
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer

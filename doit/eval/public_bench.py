@@ -36,7 +36,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from doit.data.io import read_jsonl
+from doit.io import read_jsonl
 
 BENCHMARKS = ("cmmlu", "agieval", "ceval")
 # AGIEval's own list of Chinese multiple-choice subsets (src/dataset_loader.py, chinese_qa_datasets)
@@ -212,16 +212,16 @@ def build_configs(benchmarks, data_dir, max_shots: int) -> dict[str, dict[str, d
 
 
 def make_lm(model_dir: str, adapter: str | None = None, dtype: str = "auto", batch_size: int = 16):
-    """lm-eval's HFLM around ``predict.load_model``'s model and chat-template tokenizer.
+    """lm-eval's HFLM around ``doit.models.load_for_inference``'s model and chat-template tokenizer.
 
     No BOS is added (``add_bos_token=False``): prompts are exactly the chat template's text,
     as in training and in ``doit.eval.predict``.
     """
     from lm_eval.models.huggingface import HFLM
 
-    from doit.eval.predict import load_model
+    from doit.models import load_for_inference
 
-    model, tokenizer = load_model(model_dir, adapter, dtype)
+    model, tokenizer = load_for_inference(model_dir, adapter, dtype)
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size, add_bos_token=False)
     if not (letters := letter_tokens(lm))["next_token"]:
         warnings.warn(

@@ -25,9 +25,9 @@ true means.
 from __future__ import annotations
 
 from doit.data import abilities as ab
-from doit.data.io import read_jsonl
 from doit.eval import parsers
 from doit.eval.math_equiv import equal_paper, equal_verify
+from doit.io import read_json, read_jsonl
 
 MATH_RULES = ("paper", "verify")
 TIE_RULES = ("correct", "wrong")
@@ -196,16 +196,13 @@ def score_predictions(
 
 def score_file(items: list[dict], predictions, math="paper", ties="correct", allow_missing=False):
     """``score_predictions`` of a PRED.jsonl, with its PRED.rules.json under ``rules.predict``."""
-    import json
 
     from doit.eval.predict import rules_path
 
     result = score_predictions(items, read_predictions(predictions), math, ties,
                                str(predictions), allow_missing=allow_missing)  # fmt: skip
     rules = rules_path(predictions)  # budgets, n_hit_budget, stop tokens, letters
-    result["rules"]["predict"] = (
-        json.loads(rules.read_text(encoding="utf-8")) if rules.is_file() else None
-    )
+    result["rules"]["predict"] = read_json(rules) if rules.is_file() else None
     return result
 
 

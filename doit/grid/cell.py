@@ -64,8 +64,8 @@ def run_cell(study, cell_id: str, launch: dict | None = None) -> None:
 # --- training ------------------------------------------------------------------------------------
 def pretrain(cell: dict, grid: dict, launch: dict) -> None:
     """Pretrain a base the grid declares, then record what built it (`plan.BASE_IDENTITY`)."""
-    from doit.data.io import write_json
     from doit.grid.plan import BASE_IDENTITY
+    from doit.io import write_json
 
     argv = ["--config", cell["config"], "--output_dir", cell["path"],
             "--micro_dir", str(Path(grid["doit_dir"]).resolve())]  # fmt: skip
@@ -75,7 +75,7 @@ def pretrain(cell: dict, grid: dict, launch: dict) -> None:
     if launch.get("launcher", "inprocess") == "inprocess":
         from doit.train import pretrain as pt
 
-        pt.run(*pt.parse_args(argv))
+        pt.run(pt.parse_args(argv))
     else:
         _subprocess([sys.executable, "-m", "doit", "pretrain", *argv],
                     Path(cell["path"]).with_suffix(".log"))  # fmt: skip
@@ -83,8 +83,8 @@ def pretrain(cell: dict, grid: dict, launch: dict) -> None:
 
 def train(cell: dict, folder: Path, launch: dict) -> float:
     """Fine-tune (or read back a finished run); returns this call's wall seconds."""
-    from doit.train.args import parse_args
     from doit.train.sft import run
+    from doit.train.sft.args import parse_args
 
     started = time.perf_counter()  # after the imports: a process pays them once, not per cell
     config = str(folder / "sft.yaml")
@@ -126,7 +126,7 @@ def launch_command(launcher: str, config: str, gpus: int = 1, nodes: int = 1,
 
 def write_hostfile(folder: Path, hosts: list[str], gpus: int) -> str:
     """``<host> slots=<gpus>`` a line: the nodes of a multi-node cell, for deepspeed."""
-    from doit.data.io import atomic_write_text
+    from doit.io import atomic_write_text
 
     path = folder / "hostfile"
     atomic_write_text(path, "".join(f"{h} slots={gpus}\n" for h in hosts))

@@ -11,12 +11,11 @@ names add ``<name>`` (0-shot) or ``<name>-<k>shot`` rows.
 from __future__ import annotations
 
 import fnmatch
-import json
 import time
 from pathlib import Path
 
 from doit import faults
-from doit.data.io import write_json
+from doit.io import read_json, write_json
 from doit.train import rundir
 
 SPLITS = ("valid", "test")
@@ -29,7 +28,7 @@ def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, P
         return [(float(done["epoch"]), int(done["step"]), run_dir)]
     out = []
     for ckpt in rundir.checkpoints(run_dir):
-        state = json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
+        state = read_json(ckpt / "trainer_state.json")
         epoch, step = float(state["epoch"]), int(state["global_step"])
         if eval_epochs == "all" or round(epoch) in eval_epochs:
             out.append((epoch, step, ckpt))
@@ -42,6 +41,7 @@ def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=
     from doit.data.load import load_items
     from doit.eval import predict
     from doit.eval.score import score_file
+    from doit.models import load_for_inference
 
     out, model = {}, None
     for split in SPLITS:
@@ -49,7 +49,7 @@ def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=
         if not path.is_file():
             started = time.perf_counter()
             if model is None:
-                model, tokenizer = predict.load_model(str(model_dir), chat_format=chat_format,
+                model, tokenizer = load_for_inference(str(model_dir), chat_format=chat_format,
                                                       seed=seed)  # fmt: skip
             items = load_items(doit_dir, split, ood=split == "test")
             pred = folder / f"{split}.pred.jsonl"
@@ -60,13 +60,13 @@ def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=
             result["n_no_output"] = no_output(pred, result["items"])
             write_json(path, result)
             faults.point("mid_eval")
-        out[split] = json.loads(path.read_text(encoding="utf-8"))
+        out[split] = read_json(path)
     return out
 
 
 def no_output(predictions: Path, rows: list[dict]) -> dict[str, int]:
     """Per ability, items whose prediction is an error (a prompt longer than the context)."""
-    from doit.data.io import read_jsonl
+    from doit.io import read_jsonl
 
     failed = {(p["type"], p["idx"]) for _, p in read_jsonl(predictions) if p.get("error")}
     out: dict[str, int] = {}
@@ -91,7 +91,7 @@ def score_benchmarks(model_dir, folder: Path, benchmarks: list[dict], cell_id: s
             result = run_bench(lm, b["data_dir"], [b["name"]], [b["shots"]],
                                model=str(model_dir), letter_tokens=letter_tokens(lm))  # fmt: skip
             write_json(path, result)
-        out[split] = json.loads(path.read_text(encoding="utf-8"))
+        out[split] = read_json(path)
     return out
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import yaml
 
 from doit.data import abilities as ab
-from doit.data.io import write_json
 from doit.grid.spec import Base, Grid
+from doit.io import read_json, write_json
 
 PLAN = "plan.json"
 BASE_IDENTITY = "doit_base.json"  # written beside a base the runner pretrained: what built it
@@ -194,7 +194,7 @@ def check_built_as_declared(grid: Grid, base: Base) -> None:
     config: an error, never a silent reuse)."""
     path = base.resolved / BASE_IDENTITY
     if base.pretrain and path.is_file():
-        built = json.loads(path.read_text(encoding="utf-8"))
+        built = read_json(path)
         if built != json.loads(json.dumps(base_identity(base))):
             keys = ", ".join(grid_diff(built, base_identity(base))) or "?"
             raise PlanError(f"{grid.path}: bases: {base.name}: {base.resolved} was pretrained "
@@ -223,7 +223,7 @@ def read_plan(study) -> dict:
     if not path.is_file():
         raise PlanError(f"{study}: no {PLAN}; plan it first: python -m doit.grid plan GRID.yaml "
                         f"--out {study}")  # fmt: skip
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json(path)
 
 
 def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[dict], list[str]]:
@@ -265,6 +265,6 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[dict], lis
 
 
 def write_text(path: Path, text: str) -> None:
-    from doit.data.io import atomic_write_text
+    from doit.io import atomic_write_text
 
     atomic_write_text(path, text)

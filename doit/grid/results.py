@@ -10,10 +10,11 @@ one table file) and validates the schema; ``write_csv`` writes the whole table f
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
+
+from doit.io import atomic_path
 
 RESULTS_DIR, ITEMS_DIR = "results", "items"
 CONSTRUCTIONS = ("curated", "synthetic", "mix", "base")
@@ -46,7 +47,7 @@ EXTRA = {
     "schedule": "string",  # epochs | steps
     "valid_loss": "Float64",  # this ability's validation loss at this step (metrics.jsonl)
     "run_dir": "string",  # the training run's directory, relative to the study folder
-    "data_manifest_sha": "string",  # sha256 of the training items (doit.train.data)
+    "data_manifest_sha": "string",  # sha256 of the training items (doit.train.sft.data)
     "n_no_output": "Int64",  # items that got no output (prompt longer than the context): wrong
     "train_s": "Float64",  # wall seconds the cell's training took (this session's)
     "eval_s": "Float64",  # wall seconds this checkpoint's evaluation took
@@ -83,16 +84,9 @@ def frame(rows: list[dict], per_item: bool = False) -> pd.DataFrame:
 
 def write_shard(study: Path, cell: str, df: pd.DataFrame, per_item: bool = False) -> Path:
     """One cell's rows as ``STUDY/results|items/<cell>.parquet``, atomically."""
-    path = Path(study) / (ITEMS_DIR if per_item else RESULTS_DIR) / f"{cell}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a writer killed mid-write
-        stale.unlink(missing_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    path = shard_path(study, cell, per_item)
+    with atomic_path(path) as tmp:
         df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -169,10 +163,6 @@ def _check_values(df: pd.DataFrame, source: str) -> None:
 def write_csv(study: Path) -> Path:
     """``STUDY/results.csv``: the gathered table, for people (atomically)."""
     path = Path(study) / "results.csv"
-    tmp = path.with_name(f".results.csv.{os.getpid()}.tmp")
-    try:
+    with atomic_path(path) as tmp:
         read_results(study).to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path

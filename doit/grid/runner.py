@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fcntl
 import fnmatch
-import json
 import os
 import subprocess
 import sys
@@ -29,10 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from doit.data.io import write_json
 from doit.grid import results
 from doit.grid.cell import cell_dir, is_done, run_cell, set_threads, thread_env
 from doit.grid.plan import read_plan
+from doit.io import read_json, write_json
 
 STATUS = "status.json"
 BACKENDS = ("local", "slurm", "submitit-local")
@@ -67,7 +66,7 @@ def is_locked(study, cell_id: str) -> bool:
 
 def read_status(study, cell_id: str) -> dict:
     path = cell_dir(study, cell_id) / STATUS
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return read_json(path) if path.is_file() else {}
 
 
 def state(study, cell: dict) -> str:

@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from .cache import SharedValueLayer, SVFormerCache, cache_nbytes
 from .configuration_resformer import VALUE_MODES, ResFormerConfig
-from .loading import check_local, load, load_model, load_tokenizer
+from .loading import check_local, load, load_for_inference, load_model, load_tokenizer
 from .memory import saved_activation_bytes
 from .modeling_resformer import (
     ResFormerForCausalLM,
@@ -35,6 +35,7 @@ __all__ = [
     "check_local",
     "from_llama",
     "load",
+    "load_for_inference",
     "load_model",
     "load_tokenizer",
     "saved_activation_bytes",

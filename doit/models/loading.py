@@ -1,12 +1,13 @@
 """The one loader of models and tokenizers, for fine-tuning and for evaluation.
 
-    from doit.models import load
+    from doit.models import load, load_for_inference
     model, tokenizer = load("runs/sft/micro/n0016")                 # a fine-tuned model
     model, tokenizer = load("runs/ladder/vanilla_l/seed0", chat_format="doit")  # an untuned base
+    model, tokenizer = load_for_inference("runs/sft/micro/n0016")   # on the device, eval mode
 
 `load_tokenizer` reads a local directory (doit never downloads: a missing one is a
 `FileNotFoundError` that says so) and, given a ``chat_format``, prepares the tokenizer through
-`doit.train.chat.prepare_tokenizer` (speaker tokens, template); without one it must carry a chat
+`doit.models.chat.prepare_tokenizer` (speaker tokens, template); without one it must carry a chat
 template already, as every fine-tuned model doit saves does. `load_model` seeds, loads the
 weights (ResFormer/SVFormer through the Auto classes), resizes the embeddings to the tokenizer
 (``prepare_tokenizer`` with the model: new speaker rows initialised the same way for training and
@@ -38,7 +39,7 @@ def load_tokenizer(path, chat_format: str | None = None, **kwargs):
     ``kwargs`` go to ``AutoTokenizer.from_pretrained``."""
     from transformers import AutoTokenizer
 
-    from doit.train.chat import prepare_tokenizer
+    from doit.models.chat import prepare_tokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
     if chat_format:
@@ -61,7 +62,7 @@ def load_model(
     ``AutoModelForCausalLM.from_pretrained``."""
     from transformers import AutoModelForCausalLM, set_seed
 
-    from doit.train.chat import prepare_tokenizer
+    from doit.models.chat import prepare_tokenizer
 
     set_seed(seed)  # (this module's package, doit.models, registered ResFormer on import)
     model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
@@ -86,4 +87,35 @@ def load(path, adapter=None, chat_format: str | None = None, seed: int = 0, **kw
     has_tokenizer = adapter and (Path(adapter) / "tokenizer_config.json").is_file()
     tokenizer = load_tokenizer(adapter if has_tokenizer else path, chat_format)
     model = load_model(path, tokenizer, chat_format, seed, adapter=adapter, **kwargs)
+    return model, tokenizer
+
+
+def resolve_dtype(name: str):
+    """``auto``: bf16 on a GPU that supports it, else fp32 (the reference evaluated in fp32)."""
+    import torch
+
+    if name == "auto":
+        gpu_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if gpu_bf16 else torch.float32
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def load_for_inference(path, adapter=None, dtype: str = "auto", chat_format: str | None = None,
+                       seed: int = 0):  # fmt: skip
+    """``load``, then the model on the GPU when there is one, in eval mode, with a left-padding
+    tokenizer: what batched prediction needs.
+
+    ``chat_format`` (``doit`` or ``native``) renders through ``prepare_tokenizer`` exactly as
+    fine-tuning does, for an untuned base: speaker-token rows it adds are initialised as
+    fine-tuning initialises them (``set_seed(seed)`` before loading). Without it the tokenizer's
+    saved chat template is used (a fine-tuned model has one).
+    """
+    import torch
+
+    model, tokenizer = load(path, adapter, chat_format, seed, dtype=resolve_dtype(dtype))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = model.to(device).eval()
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer

@@ -1,7 +1,8 @@
-"""Training for doit: fine-tuning as a library call (`sft.run`, over `args`, `launch`, `data`,
-`model`, `trainer`, `callbacks`), pretraining (`pretrain.run`), the micro ladder (`ladder`), the
-run directory they share (`rundir`), chat templates (`chat`) and optimiser groups (`optim`).
-``recipes/sft.py``, ``recipes/pretrain.py`` and ``doit sft|pretrain|ladder`` are the commands."""
+"""Training for doit: two packages of one shape, fine-tuning (`sft`) and pretraining
+(`pretrain`), each ``run(parse_args(argv)) -> RunResult`` with its `args`, `model` and `trainer`
+modules, over what they share: the launchers (`launch`), the run directory (`rundir`),
+optimiser groups (`optim`) and the one error type (`errors.ConfigError`).
+``recipes/sft.py``, ``recipes/pretrain.py`` and ``doit sft|pretrain`` are the commands."""
 
 import logging
 

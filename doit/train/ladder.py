@@ -66,7 +66,7 @@ def run_cell(cell: dict, extra: list[str], threads: int | None) -> dict:
     argv = ["--config", cell["config"], "--output_dir", cell["run_dir"],
             "--seed", str(cell["seed"]), *extra]  # fmt: skip
     try:
-        end = run(*parse_args(argv)).final
+        end = run(parse_args(argv)).final
     except Exception as e:  # one failed cell must not stop the ladder; the row says why
         logging.getLogger("doit.train.ladder").exception("cell %s failed", row)
         return {**row, "status": "failed", "error": f"{type(e).__name__}: {e}",

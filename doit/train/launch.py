@@ -25,12 +25,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from doit.train.errors import ConfigError
+
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "deepspeed_allreduce_buffer"
 
 
-class LaunchError(RuntimeError):
-    pass
+class LaunchError(ConfigError):
+    """A launch that would train wrongly (world size, a launcher that drops DeepSpeed)."""
+
+    def __init__(self, message: str):
+        super().__init__("launch", message)
 
 
 @dataclass
@@ -67,7 +72,7 @@ def _as_mapping(key: str, value) -> dict:
     try:
         return json.loads(value)
     except json.JSONDecodeError:
-        raise LaunchError(f"{key}: expected a mapping or a JSON object, got {value!r}") from None
+        raise ConfigError(key, f"expected a mapping or a JSON object, got {value!r}") from None
 
 
 @contextlib.contextmanager

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from doit.data.io import atomic_write_text, dumps_jsonl, read_jsonl, write_json
+from doit.io import atomic_write_text, dumps_jsonl, read_json, read_jsonl, write_json
 
 DONE = "DONE"
 RUN_INFO = "run_info.json"
@@ -134,7 +134,7 @@ def read_done(run_dir) -> dict | None:
     path = Path(run_dir) / DONE
     if not path.is_file():
         return None
-    done = json.loads(path.read_text(encoding="utf-8"))
+    done = read_json(path)
     if "step" not in done and "global_step" in done:
         done["step"] = done["global_step"]
     return done
@@ -223,7 +223,7 @@ def write_run_info(run_dir, info: dict) -> dict:
 
 
 def read_run_info(run_dir) -> dict:
-    return json.loads((Path(run_dir) / RUN_INFO).read_text(encoding="utf-8"))
+    return read_json(Path(run_dir) / RUN_INFO)
 
 
 def update_run_info(run_dir, **fields) -> None:

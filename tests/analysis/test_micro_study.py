@@ -1,4 +1,4 @@
-"""analysis/micro_study/targets.py: valid+test pooled, seeds averaged, paired CIs, the checks."""
+"""studies/micro_study/targets.py: valid+test pooled, seeds averaged, paired CIs, the checks."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ CHANCE = {a: 0.25 for a in ABILITIES} | {"math": 0.0, "ethics": 0.2}
 
 def targets_module():
     spec = importlib.util.spec_from_file_location(
-        "targets", REPO / "analysis" / "micro_study" / "targets.py"
+        "targets", REPO / "studies" / "micro_study" / "targets.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""analysis/paper_tables.csv: the study's data-mix benchmark table (7B), tidy long format.
+"""doit/analysis/paper_tables.csv: the study's data-mix benchmark table (7B), tidy long format.
 
 Source: the data-mix table of Song et al. (COLING 2025), copied in
 /work/shared/reference/doit-study.md ("AGIEval and CMMLU, epochs 5 / 10 / 15").
@@ -7,7 +7,7 @@ Source: the data-mix table of Song et al. (COLING 2025), copied in
 import csv
 from pathlib import Path
 
-TABLE = Path(__file__).resolve().parents[2] / "analysis" / "paper_tables.csv"
+TABLE = Path(__file__).resolve().parents[2] / "doit" / "analysis" / "paper_tables.csv"
 SETTINGS = {
     "baseline 10k",
     "reconstruct 10k",

@@ -1,4 +1,4 @@
-"""analysis/value_residual_micro.py on fabricated ladder metrics with known answers.
+"""studies/value_residual_micro.py on fabricated ladder metrics with known answers.
 
 Losses follow L = 20 N^-0.2 (vanilla); resformer reaches a loss with 0.8 x the parameters
 (L = 20 (N / 0.8)^-0.2), svformer needs 1.1 x (and its models are 0.9 x the size). Seed s
@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "analysis" / "value_residual_micro.py"
+SCRIPT = REPO / "studies" / "value_residual_micro.py"
 SIZES = {"xs": 2e5, "s": 4e5, "m": 8e5}
 SEEDS = (0, 1, 2)
 E = (-0.01, 0.0, 0.01)  # shared seed effect

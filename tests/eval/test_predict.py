@@ -13,7 +13,8 @@ from doit.eval import predict
 from doit.eval.cli import main
 from doit.eval.predict import encode, predict_items, prompt_text
 from doit.eval.score import score_predictions
-from doit.train.chat import prepare_tokenizer, speaker_template
+from doit.models import load_for_inference
+from doit.models.chat import prepare_tokenizer, speaker_template
 from tests.eval.oracle import OracleLM
 from tests.tiny import (
     FIXTURE,
@@ -407,7 +408,7 @@ def _items_predict_loads(monkeypatch, tmp_path, *flags):
         seen["types"] = sorted({it["ability"] for it in items})
         return []
 
-    monkeypatch.setattr(predict, "load_model", lambda *a, **k: (None, None))
+    monkeypatch.setattr("doit.models.load_for_inference", lambda *a, **k: (None, None))
     monkeypatch.setattr(predict, "predict_items", fake_predict)
     monkeypatch.setattr(predict, "chat_format_of", lambda tokenizer: "doit", raising=False)
     no_hits = {"n_hit_budget": {}, "n_prompt_too_long": {}}
@@ -451,9 +452,9 @@ def test_untuned_base_gets_the_speaker_rows_fine_tuning_gives_it(untuned_base):
     from transformers import AutoTokenizer
     from trl import ModelConfig
 
-    from doit.train import model as train_model
+    from doit.train.sft import model as train_model
 
-    model, tok = predict.load_model(str(untuned_base), chat_format="doit", seed=0)
+    model, tok = load_for_inference(str(untuned_base), chat_format="doit", seed=0)
     args = SimpleNamespace(
         model=ModelConfig(model_name_or_path=str(untuned_base), dtype="float32"),
         training=SimpleNamespace(
@@ -464,12 +465,12 @@ def test_untuned_base_gets_the_speaker_rows_fine_tuning_gives_it(untuned_base):
     )
     train_tok = AutoTokenizer.from_pretrained(untuned_base)
     prepare_tokenizer(train_tok)
-    trained = train_model.load_model(args, train_tok)
+    trained = train_model.load_base_model(args, train_tok)
     assert train_tok.get_vocab() == tok.get_vocab() and tok.chat_template == speaker_template()
     rows = sorted(tok.convert_tokens_to_ids(["<user>", "<assistant>", "<eot>"]))
     assert rows[0] >= len(AutoTokenizer.from_pretrained(untuned_base))  # rows were added
     for get in ("get_input_embeddings", "get_output_embeddings"):
         want, got = getattr(trained, get)().weight, getattr(model, get)().weight
         assert torch.equal(want[rows], got[rows]), get
-    other, _ = predict.load_model(str(untuned_base), chat_format="doit", seed=1)
+    other, _ = load_for_inference(str(untuned_base), chat_format="doit", seed=1)
     assert not torch.equal(other.get_input_embeddings().weight[rows], got[rows])

@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 from doit.data.load import load_items
 from doit.eval.cli import main
 from doit.eval.predict import encode, prompt_text
-from doit.train.chat import prepare_tokenizer
+from doit.models.chat import prepare_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from doit.data.io import write_jsonl
 from doit.grid.evaluate import benchmark_rows, no_output, score_rows
+from doit.io import write_jsonl
 
 
 def test_items_without_output_are_counted_per_ability(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-
 from pathlib import Path
 
 import pytest
@@ -117,7 +116,7 @@ def test_a_study_refuses_another_grid_unless_replanned(tmp_path, tiny_base):
 
 SHIPPED_GRIDS = ["recipes/grids/demo.yaml", "recipes/grids/micro.yaml",
                  "recipes/grids/value-residual.yaml", "recipes/grids/paper.yaml",
-                 "analysis/micro_study/grid_practice.yaml"]  # fmt: skip
+                 "studies/micro_study/grid_practice.yaml"]  # fmt: skip
 
 
 @pytest.mark.parametrize("path", SHIPPED_GRIDS)

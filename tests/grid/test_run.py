@@ -8,12 +8,12 @@ import signal
 import pandas as pd
 import pytest
 
-from doit.data.io import read_jsonl
 from doit.grid import read_results
 from doit.grid.plan import write_plan
 from doit.grid.results import TIMING
 from doit.grid.runner import run_study
 from doit.grid.spec import load_grid
+from doit.io import read_jsonl
 from tests.grid.conftest import grid_cli, grid_dict, write_grid
 
 pytestmark = pytest.mark.slow

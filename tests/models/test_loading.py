@@ -3,7 +3,7 @@
 import pytest
 
 from doit.models import check_local, load
-from doit.train.chat import SPEAKER_TOKENS
+from doit.models.chat import SPEAKER_TOKENS
 from tests.train.tiny import make_base
 
 

@@ -1,11 +1,11 @@
-"""doit.train.args and launch: validation names the key and what it allows; derived values."""
+"""doit.train.sft.args and launch: validation names the key and what it allows; derived values."""
 
 from types import SimpleNamespace
 
 import pytest
 
 from doit.train import launch
-from doit.train.args import (
+from doit.train.sft.args import (
     ConfigError,
     accumulation_steps,
     parse_args,

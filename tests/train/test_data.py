@@ -1,4 +1,4 @@
-"""doit.train.data: which items, labels token by token, the tokenised cache."""
+"""doit.train.sft.data: which items, labels token by token, the tokenised cache."""
 
 import contextlib
 import logging
@@ -11,9 +11,9 @@ from doit.data import abilities as ab
 from doit.data.load import load_items
 from doit.data.mixes import per_ability_spec, sample_mix
 from doit.data.subsets import build_subsets
-from doit.train import data
-from doit.train.args import DoitDataArguments
-from doit.train.chat import ASSISTANT, EOT, USER, prepare_tokenizer
+from doit.models.chat import ASSISTANT, EOT, USER, prepare_tokenizer
+from doit.train.sft import data
+from doit.train.sft.args import DoitDataArguments
 from tests.data.pools import uniform, write_pool
 from tests.train.tiny import FIXTURE, train_tokenizer
 
@@ -196,8 +196,8 @@ def test_the_micro_recipe_keeps_every_micro_item_whole(micro_dir):
     import yaml
     from transformers import AutoTokenizer
 
-    from doit.train.chat import prepare_tokenizer
-    from doit.train.data import training_template
+    from doit.models.chat import prepare_tokenizer
+    from doit.train.sft.data import training_template
 
     config = yaml.safe_load(
         (Path(__file__).resolve().parents[2] / "recipes/configs/sft/micro/full.yaml").read_text()

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from doit.train.errors import ConfigError
+
 pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"
 )
@@ -128,7 +130,7 @@ def test_trainer_reads_a_new_permutation_each_epoch(tiny_corpus, tmp_path, monke
 def test_missing_corpus_says_how_to_build_it(tmp_path):
     from doit.train.pretrain import PretrainArguments, resolve_paths
 
-    with pytest.raises(FileNotFoundError, match="python -m doit.data micro --out"):
+    with pytest.raises(ConfigError, match="python -m doit.data micro --out"):
         resolve_paths(PretrainArguments(micro_dir=str(tmp_path / "nowhere")))
 
 
@@ -143,7 +145,8 @@ def test_every_config_parses_and_comments_every_key(tiny_corpus, tmp_path):
             ln for ln in path.read_text().splitlines() if ln and not ln.lstrip().startswith("#")
         ]
         assert all("  # " in ln for ln in keys), f"{path.name}: a key without a comment"
-        args, training = parse_args(["--config", str(path), "--output_dir", str(tmp_path)])
+        parsed = parse_args(["--config", str(path), "--output_dir", str(tmp_path)])
+        args, training = parsed.model, parsed.training
         arch, size = path.stem.split("_")
         assert (args.value_mode, args.size) == (arch, size)
         assert training.lr_scheduler_type == "cosine_with_min_lr"
@@ -160,9 +163,10 @@ def test_archs_of_a_size_differ_only_in_value_mode(tmp_path):
     for size in SIZES:
         parsed = {}
         for arch in ("vanilla", "resformer", "svformer"):
-            args, training = parse_args(
+            a = parse_args(
                 ["--config", str(CONFIGS / f"{arch}_{size}.yaml"), "--output_dir", str(tmp_path)]
             )
+            args, training = a.model, a.training
             parsed[arch] = ({**vars(args), "value_mode": None}, training.to_dict())
         assert parsed["vanilla"] == parsed["resformer"] == parsed["svformer"], size
 
@@ -176,7 +180,7 @@ def test_ladder_sizes(tiny_corpus):
     tok = AutoTokenizer.from_pretrained(tiny_corpus["tokenizer"])
     counts = {}
     for size in SIZES:
-        args, _ = parse_args(["--config", str(CONFIGS / f"vanilla_{size}.yaml")])
+        args = parse_args(["--config", str(CONFIGS / f"vanilla_{size}.yaml")]).model
         assert args.num_hidden_layers >= 4
         model = build_model(args, tok, seed=0)
         counts[size] = parameter_counts(model)["params_non_embedding"]
@@ -224,7 +228,7 @@ def test_unigram_baseline_by_hand():
 def test_bad_configs_fail_at_parse_time(flags, message, tiny_corpus, tmp_path):
     from doit.train.pretrain import parse_args
 
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message):
         parse_args(_tiny_argv(tiny_corpus, "vanilla", tmp_path, *flags))
 
 
@@ -317,7 +321,8 @@ def _deepspeed_worker(results: Path, spec_path: Path) -> None:
     spec = json.loads(spec_path.read_text())
     try:
         for mode, argv in spec.items():
-            trainer = build_trainer(*parse_args(argv))
+            parsed = parse_args(argv)
+            trainer = build_trainer(parsed.model, parsed.training)
             trainer.train()
             finish(trainer)
             engine = trainer.model_wrapped

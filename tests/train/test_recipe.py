@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from doit.train.chat import SPEAKER_TOKENS
+from doit.models.chat import SPEAKER_TOKENS
 from doit.train.rundir import checkpoints
 from tests.data.pools import uniform, write_pool
 from tests.train.conftest import PY, RECIPE, env_for, metrics, recipe_args, run_recipe, train_logs

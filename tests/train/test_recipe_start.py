@@ -88,7 +88,7 @@ def test_a_draw_beyond_the_pool_is_one_error_line_before_the_model_loads(
     out = tmp_path / "run"
     proc = start("sft.py", sft_argv(str(base), out, **keys), tmp_path)
     assert error_line(proc).startswith(expected)
-    assert "embedding rows" not in proc.stderr  # doit.train.model.load_model never ran
+    assert "embedding rows" not in proc.stderr  # doit.train.sft.model.load_base_model never ran
     assert not (out / "run_info.json").exists()
 
 

@@ -37,8 +37,8 @@ def assert_same_run(a, b):
 
 
 def test_two_runs_in_one_process_equal_two_processes(base, tmp_path, monkeypatch):
-    from doit.train.args import parse_args
     from doit.train.sft import run
+    from doit.train.sft.args import parse_args
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("DOIT_CACHE", str(cache))

@@ -21,7 +21,6 @@ from math import comb
 from pathlib import Path
 
 from doit.data import abilities
-from doit.data.io import atomic_write_text, write_json, write_jsonl
 from doit.data.micro.chat import general_instructions
 from doit.data.micro.drafts import Draft, ItemContext, option_lines, render_mc
 from doit.data.micro.ethics import ethics
@@ -34,6 +33,7 @@ from doit.data.micro.procedural import code, math
 from doit.data.micro.prose import pretrain_documents
 from doit.data.micro.tokenizer import train_tokenizer
 from doit.data.micro.world import SPLITS, World, build_world, split_facts
+from doit.io import atomic_write_text, write_json, write_jsonl
 
 N_HELD_OUT = 100  # valid and test items per ability
 SUBSET_SIZE = 1000
@@ -275,7 +275,7 @@ def build_micro(out_dir: Path, seed: int = 0, practice_fraction: float = 0.0) ->
 
     ``practice_fraction``: exam practice (``practice.py``) added to the pretraining text,
     as a fraction of the prose's characters. The default, 0, is the shipped world: prose
-    only (``analysis/micro_study/README.md`` says why: at the demo bases' size it did not help)."""
+    only (``studies/micro_study/README.md`` says why: at the demo bases' size it did not help)."""
     if practice_fraction < 0:
         raise ValueError(f"practice_fraction: expected >= 0, got {practice_fraction}")
     out_dir = Path(out_dir)

@@ -3,7 +3,7 @@
 Real pretraining corpora contain exam questions with their answers; the micro bases
 need them too, because a few hundred fine-tuning items cannot teach a 0.2M-2M
 parameter model to recall a fact from a question's wording *and* pick the option
-letter that states it (``analysis/micro_study/README.md`` has the measurements).
+letter that states it (``studies/micro_study/README.md`` has the measurements).
 
 Each practice document is one line: a question drawn by the abilities' own draft
 makers over the **train** split of the facts (``ItemContext`` hands out nothing

@@ -25,7 +25,7 @@ from pathlib import Path
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from doit.data.io import atomic_write_text
+from doit.io import atomic_write_text
 
 PAD_TOKEN = "<pad>"
 EOS_TOKEN = "</s>"

@@ -1,7 +1,7 @@
 """Pretraining a base from scratch: Llama / ResFormer / SVFormer on a text corpus (the micro ladder).
 
     from doit.train.pretrain import parse_args, run
-    result = run(*parse_args(["--config", "recipes/configs/pretrain/vanilla_xs.yaml", ...]))
+    result = run(parse_args(["--config", "recipes/configs/pretrain/vanilla_xs.yaml", ...]))
 
 `main` is the command (`recipes/pretrain.py` and `doit pretrain` call it). The pieces: `args`
 (the run's arguments and their checks), `corpus` (documents -> packed blocks ->
@@ -25,8 +25,10 @@ import sys
 from pathlib import Path
 
 from doit.train import rundir
+from doit.train.errors import ConfigError
 from doit.train.pretrain.args import (
     PretrainArguments,
+    PretrainRecipeArgs,
     check_training_args,
     parse_args,
     resolve_paths,
@@ -52,32 +54,28 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", level=logging.INFO)
     launch.exit_on_sigterm()  # the launcher stops the other ranks with SIGTERM: clean up anyway
     try:
-        args, training_args = parse_args(argv)
-    except (ValueError, launch.LaunchError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    try:
-        end = run(args, training_args).final
-    except FileNotFoundError as e:
+        result = run(parse_args(argv))
+    except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     finally:
         launch.cleanup_shm()
-    print(f"{training_args.output_dir}: valid loss {end['valid_loss']:.4f}, "
+    end = result.final
+    print(f"{result.run_dir}: valid loss {end['valid_loss']:.4f}, "
           f"{end['tokens']} tokens, {end['wall_s']:.0f} s")  # fmt: skip
     return 0
 
 
-def run(args: PretrainArguments, training_args) -> RunResult:
+def run(args: PretrainRecipeArgs) -> RunResult:
     """Train one base. A finished run (DONE) is read back, not redone."""
     from doit.train import launch
 
-    out = Path(training_args.output_dir)
+    out = Path(args.training.output_dir)
     if rundir.is_done(out):
         log.info("%s is finished (DONE); delete it to train again", out)
         return RunResult(out, rundir.read_done(out), trained=False)
     with launch.scoped_environment():
-        trainer = build_trainer(args, training_args)
+        trainer = build_trainer(args.model, args.training)
         trainer.train()
         return RunResult(out, finish(trainer))
 
@@ -87,6 +85,7 @@ __all__ = [
     "EpochPermutation",
     "PretrainArguments",
     "PretrainMetrics",
+    "PretrainRecipeArgs",
     "PretrainTrainer",
     "build_model",
     "build_trainer",

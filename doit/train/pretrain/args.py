@@ -1,14 +1,15 @@
 """The arguments of a pretraining run: `PretrainArguments` plus transformers' `TrainingArguments`,
-from ``--config FILE.yaml`` and ``--key value`` flags, checked before any data is read."""
+from ``--config FILE.yaml`` and ``--key value`` flags, checked before any data is read (a bad
+value is a `doit.train.errors.ConfigError` naming the key)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from doit.train.errors import ConfigError
 from doit.train.pretrain.model import model_config
-
-DEFAULT_MICRO_DIR = "data/generated/micro"
 
 
 @dataclass
@@ -16,10 +17,12 @@ class PretrainArguments:
     """The run's data and architecture (everything else is `transformers.TrainingArguments`)."""
 
     micro_dir: str | None = field(
-        default=DEFAULT_MICRO_DIR,
-        metadata={"help": "A micro corpus (`python -m doit.data micro --out DIR`): the default "
-                          "source of train_file, valid_file and tokenizer_path."},
-    )  # fmt: skip
+        default=None,
+        metadata={
+            "help": "A micro corpus (`python -m doit.data micro --out DIR`): the default "
+            "source of train_file, valid_file and tokenizer_path."
+        },
+    )
     train_file: str | None = field(
         default=None, metadata={"help": ".txt (a document a line) or .jsonl; default micro_dir's"}
     )
@@ -49,8 +52,18 @@ class PretrainArguments:
         return "resformer_learnable" if self.value_learnable else self.value_mode
 
 
-def parse_args(argv: list[str] | None = None):
-    """(PretrainArguments, TrainingArguments) from ``--config FILE.yaml`` and ``--key value`` flags.
+@dataclass
+class PretrainRecipeArgs:
+    """A pretraining run's parsed arguments (what `doit.train.pretrain.run` takes)."""
+
+    model: PretrainArguments  # the data and the architecture
+    training: Any  # transformers.TrainingArguments
+    argv: list = field(default_factory=list)
+
+
+def parse_args(argv: list[str] | None = None) -> PretrainRecipeArgs:
+    """The run's arguments from ``--config FILE.yaml`` and ``--key value`` flags; raises
+    `ConfigError` naming the key.
 
     A first pass reads the launch keys and prepares the process (`doit.train.launch`:
     single-process distributed defaults, the gloo process group DeepSpeed needs on CPU); the
@@ -73,18 +86,24 @@ def parse_args(argv: list[str] | None = None):
     overrides = launch.cpu_overrides(info, keys)
     launch.prepare(info)
     parser = TrlParser((PretrainArguments, TrainingArguments))
-    args, training_args = parser.parse_args_and_config(argv + overrides)
+    try:
+        args, training_args = parser.parse_args_and_config(argv + overrides)
+    except ValueError as e:
+        raise ConfigError("config", str(e)) from None
     launch.check_world_size(training_args, deepspeed=bool(keys.deepspeed))
     check_training_args(training_args)
     try:  # a bad architecture fails here, before any data is read
         model_config(args)
     except Exception as e:  # the config's strict validation wraps the ValueError it raises
-        raise ValueError(f"model config: {e.__cause__ or e}") from e
-    return args, training_args
+        raise ConfigError("model", f"model config: {e.__cause__ or e}") from e
+    return PretrainRecipeArgs(args, training_args, argv)
+
+
+KEYS = {"train": "train_file", "valid": "valid_file", "tokenizer": "tokenizer_path"}
 
 
 def resolve_paths(args: PretrainArguments) -> dict[str, Path]:
-    """train/valid/tokenizer paths, defaulting to micro_dir's; raises if any is missing."""
+    """train/valid/tokenizer paths, defaulting to micro_dir's; `ConfigError` if any is missing."""
     micro = Path(args.micro_dir) if args.micro_dir else None
     defaults = {
         "train": "pretrain/train.txt",
@@ -95,21 +114,25 @@ def resolve_paths(args: PretrainArguments) -> dict[str, Path]:
     paths = {}
     for key, value in given.items():
         if value is None and micro is None:
-            raise FileNotFoundError(f"{key}: no path given and micro_dir is unset")
+            raise ConfigError(KEYS[key], "no path given and micro_dir is unset")
         paths[key] = Path(value) if value is not None else micro / defaults[key]
         if not paths[key].exists():
             hint = f"; build the micro corpus: python -m doit.data micro --out {micro}" if (
                 value is None) else ""  # fmt: skip
-            raise FileNotFoundError(f"{key}: {paths[key]} does not exist{hint}")
+            raise ConfigError(KEYS[key] if value is not None else "micro_dir",
+                              f"{paths[key]} does not exist{hint}")  # fmt: skip
     return paths
 
 
 def check_training_args(training_args) -> None:
     """Raise for settings that break the ladder's guarantees (same data order for every arch)."""
     if training_args.train_sampling_strategy != "sequential":
-        raise ValueError(
-            f"train_sampling_strategy={training_args.train_sampling_strategy!r}: pretraining "
-            "orders the blocks itself (EpochPermutation, by data_seed) and needs 'sequential'"
+        raise ConfigError(
+            "train_sampling_strategy",
+            f"{training_args.train_sampling_strategy!r}: pretraining orders the blocks itself "
+            "(EpochPermutation, by data_seed) and needs 'sequential'",
         )
     if training_args.bf16 or training_args.fp16:
-        raise ValueError("bf16/fp16: the micro ladder trains in fp32 on CPU; set both false")
+        raise ConfigError(
+            "bf16", "bf16/fp16: the micro ladder trains in fp32 on CPU; set both false"
+        )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from doit.data.io import read_jsonl
+from doit.io import read_jsonl
 from doit.train.pretrain.args import PretrainArguments, resolve_paths
 
 DATA_SUFFIXES = (".txt", ".jsonl", ".json")

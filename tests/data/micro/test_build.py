@@ -17,11 +17,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from doit.data import abilities
-from doit.data.io import read_jsonl, sha256_file, sha256_text
 from doit.data.micro.build import SPECS, build_micro, draft_ability, render_ability
 from doit.data.micro.drafts import ItemContext
 from doit.data.micro.tokenizer import SPEAKER_TOKENS
 from doit.data.micro.world import FACT_ATTRS, build_world, split_facts
+from doit.io import read_jsonl, sha256_file, sha256_text
 
 OPTION_LINE = re.compile(r"^([A-F])\. \S")
 TF_LABELS = ("正确", "错误", "对", "错")

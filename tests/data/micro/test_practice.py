@@ -114,8 +114,8 @@ def test_a_built_practice_corpus_never_quizzes_a_held_out_fact(
 ):
     """On the written corpus: no quiz line gives a held-out fact away, no valid/test knowledge
     question appears in train.txt, and valid.txt stays prose only."""
-    from doit.data.io import read_jsonl
     from doit.data.micro.build import build_micro
+    from doit.io import read_jsonl
 
     summary = build_micro(tmp_path, seed=0, practice_fraction=0.3)
     world, facts = world_and_facts

@@ -5,7 +5,7 @@ from __future__ import annotations
 from transformers import AutoTokenizer
 
 from doit.data.micro.tokenizer import SPEAKER_TOKENS, train_tokenizer
-from doit.train.chat import SPEAKER_TOKENS as CHAT_SPEAKER_TOKENS
+from doit.models.chat import SPEAKER_TOKENS as CHAT_SPEAKER_TOKENS
 
 
 def test_tokenizer_trains_loads_and_isolates_characters(tmp_path):
@@ -21,5 +21,5 @@ def test_tokenizer_trains_loads_and_isolates_characters(tmp_path):
 
 
 def test_speaker_tokens_are_the_chat_renderers():
-    """The tokenizer bakes in the tokens doit.train.chat renders turns with."""
+    """The tokenizer bakes in the tokens doit.models.chat renders turns with."""
     assert SPEAKER_TOKENS == CHAT_SPEAKER_TOKENS

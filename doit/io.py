@@ -1,14 +1,16 @@
-"""Reading record files and writing outputs atomically.
+"""The project's file I/O: JSON and JSON Lines read and written, outputs written atomically.
 
-Every file doit writes goes through ``atomic_write_text`` (temp file in the same
-folder, fsync, rename) and every output directory through ``atomic_output_dir``
-(built beside the target, swapped in whole), so a killed run leaves the previous
-output intact and never a half-written file.
+Every file doit writes goes through ``atomic_path`` (a temp file in the same folder, renamed
+over the target once complete; ``atomic_write_text``, ``write_json`` and ``write_jsonl`` are
+built on it) and every output directory through ``atomic_output_dir`` (built beside the
+target, swapped in whole), so a killed run leaves the previous output intact and never a
+half-written file. ``read_json`` and ``read_jsonl`` are the readers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -22,23 +24,49 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temp path beside ``path`` (same suffix, so writers that read it still work);
+    once the body returns it is renamed over ``path``; if the body raises, it is removed.
+    Temp files a killed writer left for the same target are removed first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    prefix = f".{path.name}."
+    for stale in path.parent.glob(f"{glob.escape(prefix)}*.tmp{glob.escape(path.suffix)}"):
+        if _writer_gone(stale.name[len(prefix) :].split(".")[0]):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=f".tmp{path.suffix}",
+                               dir=path.parent)  # fmt: skip
+    os.close(fd)
+    tmp = Path(tmp)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        yield tmp
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual file mode
         os.replace(tmp, path)
-    except BaseException:
+    finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+            tmp.unlink()
+
+
+def _writer_gone(pid: str) -> bool:
+    """Whether process ``pid`` (the writer named in a temp file's name) no longer runs."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, PermissionError):
+        return False
+    return False
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temp file in the same folder, fsync and a rename."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Path(path)
 
 
 def dumps_jsonl(records: Iterable[dict[str, Any]]) -> str:
@@ -50,8 +78,8 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> P
     return atomic_write_text(path, dumps_jsonl(records))
 
 
-class JsonlError(ValueError):
-    """A line of a JSON Lines file that is not JSON; the message names ``path:line``."""
+class JsonError(ValueError):
+    """A JSON or JSON Lines file that does not parse; the message names ``path:line``."""
 
     def __init__(self, path, line: int, msg: str):
         super().__init__(f"{path}:{line}: json: invalid JSON: {msg}")
@@ -64,7 +92,7 @@ def read_jsonl(path: str | os.PathLike, on_error: str = "raise") -> Iterator[tup
     The one JSONL reader of doit. Records are split on ``"\\n"`` only: ``write_jsonl``
     keeps U+2028, U+2029 and U+0085 raw inside strings, and ``str.splitlines`` would break
     a record at them. A UTF-8 byte-order mark is dropped. A line that is not JSON raises
-    ``JsonlError`` (``on_error="raise"``), is yielded as a ``JsonlError`` in place of the
+    ``JsonError`` (``on_error="raise"``), is yielded as a ``JsonError`` in place of the
     record (``"yield"``, so a validator can report every bad line) or is passed over
     (``"skip"``, for append-only logs whose last line a killed run may have cut).
     """
@@ -77,7 +105,7 @@ def read_jsonl(path: str | os.PathLike, on_error: str = "raise") -> Iterator[tup
         try:
             yield lineno, json.loads(line)
         except json.JSONDecodeError as e:
-            err = JsonlError(path, lineno, f"{e.msg} (column {e.colno})")
+            err = JsonError(path, lineno, f"{e.msg} (column {e.colno})")
             if on_error == "raise":
                 raise err from None
             if on_error == "yield":
@@ -86,6 +114,16 @@ def read_jsonl(path: str | os.PathLike, on_error: str = "raise") -> Iterator[tup
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document in ``path``; a file that is not JSON raises ``JsonError`` naming
+    ``path:line``."""
+    text = Path(path).read_text(encoding="utf-8-sig")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise JsonError(path, e.lineno, f"{e.msg} (column {e.colno})") from None
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ CHAT_FORMATS = ("doit", "native")
 
 def speaker_template() -> str:
     return (
-        resources.files("doit.train")
+        resources.files("doit.models")
         .joinpath("templates", TEMPLATE_NAME)
         .read_text(encoding="utf-8")
     )

@@ -2,7 +2,7 @@
 
 ```bash
 python -m doit.train.ladder --out runs/ladder --seeds 0 1 2
-python analysis/value_residual_micro.py runs/ladder --out runs/ladder/analysis
+python studies/value_residual_micro.py runs/ladder --out runs/ladder/analysis
 ```
 
 Reads the "end" row of every ``<ladder>/<arch>_<size>/seed<k>/metrics.jsonl`` (the final

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Rerun the micro study behind analysis/micro_study/README.md (from the repository root).
-#   analysis/micro_study/run.sh              the shipped world: recipes/grids/micro.yaml's
+# Rerun the micro study behind studies/micro_study/README.md (from the repository root).
+#   studies/micro_study/run.sh              the shipped world: recipes/grids/micro.yaml's
 #                                            per-ability cells (no leave-one-out; ~15 min)
-#   PRACTICE=1 analysis/micro_study/run.sh   also the practice lever (grid_practice.yaml, ~20 min)
-# Each writes its table and target checks under analysis/micro_study/<name>/.
+#   PRACTICE=1 studies/micro_study/run.sh   also the practice lever (grid_practice.yaml, ~20 min)
+# Each writes its table and target checks under studies/micro_study/<name>/.
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 WORKERS=${WORKERS:-2}
@@ -11,7 +11,7 @@ WORKERS=${WORKERS:-2}
 study() {  # study GRID OUT NAME CORPUS [CELL-GLOB]
   $PY -m doit.grid plan "$1" --out "$2" --replan
   $PY -m doit.grid run "$2" --max-parallel "$WORKERS" --threads 1 --cells "${5:-*}"
-  $PY analysis/micro_study/targets.py "$2" --data "$4" --out "analysis/micro_study/$3"
+  $PY studies/micro_study/targets.py "$2" --data "$4" --out "studies/micro_study/$3"
 }
 
 test -f data/generated/micro/manifest.json || $PY -m doit.data micro --out data/generated/micro
@@ -21,9 +21,9 @@ study recipes/grids/micro.yaml runs/study/micro shipped data/generated/micro \
 if [ "${PRACTICE:-0}" = 1 ]; then
   test -f data/generated/micro_practice/manifest.json ||
     $PY -m doit.data micro --out data/generated/micro_practice --practice-fraction 1.0
-  study analysis/micro_study/grid_practice.yaml runs/study/micro_practice practice \
+  study studies/micro_study/grid_practice.yaml runs/study/micro_practice practice \
     data/generated/micro_practice
   for base in runs/bases/practice/vanilla_xs/seed0 runs/bases/practice/vanilla_s/seed0; do
-    $PY analysis/micro_study/probes.py recall "$base" --data data/generated/micro_practice
+    $PY studies/micro_study/probes.py recall "$base" --data data/generated/micro_practice
   done
 fi

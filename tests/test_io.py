@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doit.data.io import atomic_output_dir, atomic_write_text
+from doit.io import atomic_output_dir, atomic_write_text
 
 
 def run_until_ready(code: str, ready: Path) -> subprocess.Popen:
@@ -36,7 +36,7 @@ def test_killed_directory_write_keeps_previous_output(tmp_path):
         f"""
         import time
         from pathlib import Path
-        from doit.data.io import atomic_output_dir, write_jsonl
+        from doit.io import atomic_output_dir, write_jsonl
         with atomic_output_dir(Path({str(out)!r})) as tmp:
             write_jsonl(tmp / "new.jsonl", [{{"a": 1}}] * 1000)
             Path({str(ready)!r}).touch()
@@ -56,7 +56,7 @@ def test_killed_file_write_keeps_previous_file(tmp_path):
         f"""
         import os, time
         from pathlib import Path
-        import doit.data.io as io
+        import doit.io as io
         def stall(fd):
             Path({str(ready)!r}).touch()
             time.sleep(60)
@@ -83,7 +83,7 @@ def test_exception_inside_leaves_nothing(tmp_path):
 
 
 def test_read_jsonl_keeps_unicode_line_separators_that_write_jsonl_writes(tmp_path):
-    from doit.data.io import read_jsonl, write_jsonl
+    from doit.io import read_jsonl, write_jsonl
 
     records = [{"prediction": "A\u2028B"}, {"x": "c\u2029d\u0085e"}, {"y": 1}]
     write_jsonl(tmp_path / "p.jsonl", records)
@@ -92,20 +92,20 @@ def test_read_jsonl_keeps_unicode_line_separators_that_write_jsonl_writes(tmp_pa
 
 
 def test_read_jsonl_names_the_bad_line_or_yields_or_skips_it(tmp_path):
-    from doit.data.io import JsonlError, read_jsonl
+    from doit.io import JsonError, read_jsonl
 
     path = tmp_path / "bad.jsonl"
     path.write_text('{"a": 1}\n\n{"a": \n{"a": 3}\n', encoding="utf-8")
-    with pytest.raises(JsonlError, match=r"bad.jsonl:3: json: invalid JSON"):
+    with pytest.raises(JsonError, match=r"bad.jsonl:3: json: invalid JSON"):
         list(read_jsonl(path))
     got = list(read_jsonl(path, on_error="yield"))
-    assert [n for n, _ in got] == [1, 3, 4] and isinstance(got[1][1], JsonlError)
+    assert [n for n, _ in got] == [1, 3, 4] and isinstance(got[1][1], JsonError)
     assert [r for _, r in read_jsonl(path, on_error="skip")] == [{"a": 1}, {"a": 3}]
 
 
 def test_predictions_with_unicode_separators_round_trip_through_score(tmp_path):
-    from doit.data.io import write_jsonl
     from doit.eval.score import read_predictions
+    from doit.io import write_jsonl
 
     preds = [{"type": "biology", "idx": 0, "prediction": "A\u2028B"}]
     write_jsonl(tmp_path / "pred.jsonl", preds)

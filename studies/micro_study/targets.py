@@ -1,6 +1,6 @@
 """The micro study's scores, valid and test pooled, and issue #12's targets checked on them.
 
-    python analysis/micro_study/targets.py runs/study/micro_study [--data data/generated/micro]
+    python studies/micro_study/targets.py runs/study/micro_study [--data data/generated/micro]
 
 Reads a study folder written by ``python -m doit.grid run`` (its per-item rows), keeps each
 cell's last scored epoch, pools the valid and test items (200 per ability), averages the
@@ -13,7 +13,6 @@ table (points, with chance) and each target with its numbers; ``--out`` also wri
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from doit.grid import read_results
+from doit.io import read_json
 
 SPLITS = ("valid", "test")
 KNOWLEDGE_SIZE = ("biology", "history", "chinese", "code")
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path)
     p.add_argument("--replicates", type=int, default=REPLICATES)
     args = p.parse_args(argv)
-    truth = json.loads((args.data / "ground_truth.json").read_text(encoding="utf-8"))["abilities"]
+    truth = read_json(args.data / "ground_truth.json")["abilities"]
     wide = item_matrix(args.study)
     boot = bootstrap(wide, np.random.default_rng(0), args.replicates)
     boot = {a: v for a, v in boot.items() if a in truth}

@@ -22,21 +22,14 @@ from typing import Any
 
 from doit.data import abilities as ab
 from doit.data.layout import TRAIN_POOLS
+from doit.models.chat import CHAT_FORMATS
 from doit.train import launch
-from doit.train.chat import CHAT_FORMATS
+from doit.train.errors import ConfigError
 
 SCHEDULES = ("epochs", "steps")
 SAVE_STRATEGIES = ("epoch",)
 EVAL_STRATEGIES = ("epoch", "no")
 HALF_DTYPES = ("bfloat16", "float16")
-
-
-class ConfigError(ValueError):
-    """A bad recipe config: ``key`` is the offending key, the message says what it allows."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(f"{key}: {message}")
-        self.key = key
 
 
 @dataclass
@@ -146,7 +139,7 @@ def make_parser():
 
 
 def parse_args(argv: list[str] | None = None) -> RecipeArgs:
-    """Parse, validate and prepare the process; raises ConfigError (or launch.LaunchError)."""
+    """Parse, validate and prepare the process; raises ConfigError (`launch.LaunchError` is one)."""
     from trl import TrlParser
 
     argv = list(argv if argv is not None else sys.argv[1:])
@@ -181,7 +174,7 @@ def derived_overrides(run: DoitTrainArguments, peek: launch.LaunchKeys, info: di
     """Flags appended to the command line: values the recipe derives, never guesses silently."""
     if peek.dataset_kwargs:
         raise ConfigError(
-            "dataset_kwargs", "must be unset: doit.train.data tokenises, TRL only collates"
+            "dataset_kwargs", "must be unset: doit.train.sft.data tokenises, TRL only collates"
         )
     out = ["--dataset_kwargs", json.dumps({"skip_prepare_dataset": True})]
     if run.global_batch_size is not None:

@@ -1,8 +1,11 @@
-"""Supervised fine-tuning as a library call: ``run(args) -> RunResult``.
+"""Supervised fine-tuning as a library call: ``run(parse_args(argv)) -> RunResult``.
 
-    from doit.train.args import parse_args
-    from doit.train.sft import run
+    from doit.train.sft import parse_args, run
     result = run(parse_args(["--config", "recipes/configs/sft/micro/full.yaml", ...]))
+
+The pieces: `args` (the recipe's arguments and their checks), `data` (items -> tokenised
+conversations with assistant-only labels), `model` (the base and its tokenizer, LoRA configs),
+`trainer` and `callbacks` (TRL's SFTTrainer with doit's optimiser groups and metrics rows).
 
 `main` is the command (`recipes/sft.py` and `doit sft` call it). ``run`` may be called many
 times in one process (the study runner trains many micro cells so): each call resets
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from doit.train import rundir
 from doit.train.rundir import RunResult
+from doit.train.sft.args import parse_args
 
 log = logging.getLogger("doit.train")
 
@@ -26,13 +30,13 @@ log = logging.getLogger("doit.train")
 def main(argv: list[str] | None = None) -> int:
     """The command (`recipes/sft.py`, `doit sft`): parse, run; a bad config exits 2."""
     from doit.train import launch
-    from doit.train.args import ConfigError, parse_args
+    from doit.train.errors import ConfigError
 
     launch.exit_on_sigterm()  # so that `finally` below runs when a launcher stops this rank
     try:
         run(parse_args(argv))
         return 0
-    except (ConfigError, launch.LaunchError) as e:
+    except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     finally:
@@ -40,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args) -> RunResult:
-    """Train one cell described by parsed recipe arguments (`doit.train.args.parse_args`)."""
+    """Train one cell described by parsed recipe arguments (`doit.train.sft.args.parse_args`)."""
     from doit.train import launch
 
     with launch.scoped_environment():
@@ -48,9 +52,10 @@ def run(args) -> RunResult:
 
 
 def _run(args) -> RunResult:
-    from doit.train import callbacks, data, launch, model
-    from doit.train.args import resolve_schedule
-    from doit.train.trainer import DoitSFTTrainer
+    from doit.train import launch
+    from doit.train.sft import callbacks, data, model
+    from doit.train.sft.args import resolve_schedule
+    from doit.train.sft.trainer import DoitSFTTrainer
 
     t = args.training
     out = Path(t.output_dir)
@@ -62,14 +67,14 @@ def _run(args) -> RunResult:
             rundir.strip_all(out)  # in case the finished run was killed before it could
         return RunResult(out, rundir.read_done(out), rundir.checkpoints(out), trained=False)
     started = time.perf_counter()
-    tokenizer = model.load_tokenizer(args)
+    tokenizer = model.load_base_tokenizer(args)
     train_data = data.build(args, tokenizer)
     schedule = resolve_schedule(args, len(train_data.train))
     log.info("schedule: %s", schedule)
     if main:
         write_run_info(args, schedule, train_data.info)
-    base = model.load_model(args, tokenizer)
-    # The labels already carry the assistant mask (doit.train.data); TRL checks it on raw text only.
+    base = model.load_base_model(args, tokenizer)
+    # The labels already carry the assistant mask (doit.train.sft.data); TRL checks it on raw text only.
     t.assistant_only_loss = False
     launch.forget_previous_accelerator()
     trainer = DoitSFTTrainer(
@@ -110,8 +115,8 @@ def write_run_info(args, schedule: dict, data_info: dict) -> dict:
 def finish(trainer, args, tokenizer, wall_s: float) -> dict:
     """Save the final model and tokenizer, the "end" row and DONE, then drop the last optimiser
     state. Returns the "end" row."""
-    from doit.train.model import merge_adapter
-    from doit.train.trainer import assistant_tokens_seen
+    from doit.train.sft.model import merge_adapter
+    from doit.train.sft.trainer import assistant_tokens_seen
 
     out = Path(args.training.output_dir)
     peft = args.model.use_peft
@@ -149,3 +154,6 @@ def setup_logging(is_main: bool) -> None:
     logger.setLevel(logging.INFO if is_main else logging.WARNING)
     logger.propagate = False
     transformers.logging.set_verbosity_warning()
+
+
+__all__ = ["main", "parse_args", "run"]

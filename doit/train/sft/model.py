@@ -1,6 +1,6 @@
 """The base model and tokenizer of a run: loading, speaker tokens, LoRA / QLoRA configs.
 
-`load_tokenizer` and `load_model` call doit's one loader (`doit.models.load_tokenizer`,
+`load_base_tokenizer` and `load_base_model` call doit's one loader (`doit.models.load_tokenizer`,
 `load_model`) with the run's arguments: the base's tokenizer prepared for ``chat_format``
 (speaker tokens added when missing, the doit template set; or the base's own template for
 ``native``), then the base (4-/8-bit through bitsandbytes when asked) with its embeddings
@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import logging
 
-from doit.train.chat import SPEAKER_TOKENS
+from doit.models.chat import SPEAKER_TOKENS
 
 log = logging.getLogger("doit.train")
 
 
-def load_tokenizer(args):
+def load_base_tokenizer(args):
     """The base's tokenizer, prepared for ``args.run.chat_format`` (first checks the base dir)."""
     from doit.models import check_local
     from doit.models import load_tokenizer as load
-    from doit.train.args import ConfigError
+    from doit.train.errors import ConfigError
 
     m = args.model
     try:
@@ -51,7 +51,7 @@ def model_kwargs(args) -> dict:
     return {**kwargs, **(t.model_init_kwargs or {})}
 
 
-def load_model(args, tokenizer):
+def load_base_model(args, tokenizer):
     """The base model with embeddings sized to ``tokenizer`` (seeded: new rows are random)."""
     from doit.models import load_model as load
 

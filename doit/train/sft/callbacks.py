@@ -23,7 +23,7 @@ from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 from doit import faults
 from doit.train import rundir
-from doit.train.trainer import assistant_tokens_seen
+from doit.train.sft.trainer import assistant_tokens_seen
 
 
 def install(trainer, steps_per_epoch: int) -> None:

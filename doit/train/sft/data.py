@@ -6,7 +6,7 @@ re-sampled here: a cell directory (``subset_dir``), or a mix spec drawn by
 (`per_ability_spec`, the subset cell ``nNNNN``; ``exclude_abilities`` for leave-one-out cells)
 with or without n synthetic items (`synthetic_spec`), exactly as `doit data subset` draws them.
 
-Each conversation is rendered by the tokenizer's chat template (`doit.train.chat`), cut to its
+Each conversation is rendered by the tokenizer's chat template (`doit.models.chat`), cut to its
 first ``max_length`` tokens, and given ``labels``: its token ids where the template's
 ``{% generation %}`` mask marks assistant tokens (the assistant's ``<eot>`` included), -100
 elsewhere. Items left with no trainable token are dropped and counted.
@@ -32,7 +32,8 @@ import datasets
 
 from doit.data import abilities as ab
 from doit.data.load import load_items
-from doit.train.args import ConfigError
+from doit.io import read_json
+from doit.train.errors import ConfigError
 
 log = logging.getLogger("doit.train")
 CACHE_VERSION = 1
@@ -202,7 +203,7 @@ def load_or_build(train, valid, tokenizer, template, max_length, assistant_only,
                 "tokenised-cache miss: tokenising %d items into %s", len(train) + len(valid), path
             )
             build_entry(path, train, valid, tokenizer, template, max_length, assistant_only)
-    stats = json.loads((path / "stats.json").read_text(encoding="utf-8"))
+    stats = read_json(path / "stats.json")
     splits = {s: datasets.load_from_disk(str(path / s)) for s in ("train", "valid")}
     return splits, {"cache_dir": str(path), "cache_key": key, "tokenised": stats}
 

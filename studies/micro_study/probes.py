@@ -1,7 +1,7 @@
 """Two probes that locate why the micro bases answer letter questions at chance.
 
-    python analysis/micro_study/probes.py recall BASE --data CORPUS
-    python analysis/micro_study/probes.py letters BASE [--scratch] [--steps 3000] [--lr 1e-3]
+    python studies/micro_study/probes.py recall BASE --data CORPUS
+    python studies/micro_study/probes.py letters BASE [--scratch] [--steps 3000] [--lr 1e-3]
         [--target letter|copy|next]
 
 ``recall``: does the base know the facts asked in the question's own wording? For each
