@@ -17,6 +17,7 @@ MULTISELECT = "multiselect"  # a set of option letters, stored sorted ("AC")
 MATH = "math"  # a final answer (the record's `answer` field)
 OPEN = "open"  # open-ended: choices[0] is gold, two distractors follow
 ANSWER_KINDS = (MC, TF, CLOZE, MULTISELECT, MATH, OPEN)
+GENERATED_KINDS = (MC, TF, MULTISELECT, CLOZE, MATH)  # answered by generating text (a budget each)
 
 SYNTHETIC = "synthetic"  # train-only general instructions (messages only)
 

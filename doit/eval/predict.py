@@ -35,7 +35,7 @@ from doit.data import abilities as ab
 from doit.models.chat import speaker_template
 
 STUDY_MAX_NEW_TOKENS = 1024  # the study's greedy decoding cap, for every generated kind
-GENERATED_KINDS = (ab.MC, ab.TF, ab.MULTISELECT, ab.CLOZE, ab.MATH)
+GENERATED_KINDS = ab.GENERATED_KINDS
 LETTER_SCORING = (
     "sum of the log-probabilities of the letter's whole token sequence (as the template "
     "renders it right after the assistant marker) at the first answer position"

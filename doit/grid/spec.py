@@ -169,10 +169,8 @@ def _eval_epochs(path: Path, value) -> str | list[int]:
 
 
 def _budgets(path: Path, value) -> dict[str, int]:
-    from doit.eval.predict import GENERATED_KINDS
-
-    value = _mapping(path, "max_new_tokens", value, set(GENERATED_KINDS))
-    missing = [k for k in GENERATED_KINDS if k not in value]
+    value = _mapping(path, "max_new_tokens", value, set(ab.GENERATED_KINDS))
+    missing = [k for k in ab.GENERATED_KINDS if k not in value]
     if missing:  # explicit: an untuned base never stops early, so a default would cost hours
         _fail(path, "max_new_tokens", f"give every generated kind; missing {', '.join(missing)}")
     for k, v in value.items():
