@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from doit.analysis.fits import MEANINGFUL_AICC
+from doit.analysis.fits import CRITERION, MEANINGFUL_IC_GAP
 from doit.analysis.limits import NEED_PREDICT
 from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
 from doit.analysis.sensitivity import PUBLISHED
@@ -21,7 +21,7 @@ PAPER_TABLE = Path(__file__).with_name("paper_tables.csv")  # the study's publis
 def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
     sens, fits = a.sensitivity, a.fits
     chosen = fits[fits["chosen"].astype(bool)]
-    weak = chosen[chosen["ic_gap"] < MEANINGFUL_AICC]
+    weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
     b = [("h1", "Scaling analysis"),
          ("p", f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
                "macro in-domain validation score among epochs >= 5, reported on test, unless "
@@ -45,10 +45,10 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
                 "undetermined factor with a large MDE is underpowered, not resistant."),
           ("table", _published(sens))]  # fmt: skip
     b += [("h2", "Fits"),
-          ("p", f"Two forms per series (logistic in log n with the chance floor fixed; "
-                f"log-linear), chosen by AICc with the number of grid points as the sample size "
-                f"(AIC when too few points). {len(weak)} of {len(chosen)} series chose with an "
-                f"AICc gap under {MEANINGFUL_AICC:g}: there the choice means little, and the "
+          ("p", f"Three forms per series (logistic in log n with the chance floor fixed and a "
+                f"ceiling of 100; log-linear; the logistic with a free ceiling, from four points), "
+                f"chosen by {CRITERION}. {len(weak)} of {len(chosen)} series chose with a gap "
+                f"under {MEANINGFUL_IC_GAP:g}: there the choice means little, and the "
                 "replicates choose their own form, so the CIs carry that doubt."),
           ("table", chosen.drop(columns=["rule", "uncertainty"], errors="ignore").round(3))]  # fmt: skip
     for name, title in (("scaling_data", "Score vs data, per ability"), ("macro", "Macro average")):

@@ -6,8 +6,13 @@ Definitions (the same whatever form won, since they read the fitted curves):
   points per 4x data, averaged over bases (curated uniform cells);
 - ``size_sensitivity``: (fitted score at the largest base - at the smallest) /
   log2(params_max / params_min), points per doubling, averaged over n;
-- ``saturation_n``: on the base-averaged data curve, the first n past the steepest part where
-  the gain over the preceding 4x falls below 1 point (empty when it never does in the grid);
+- ``saturation_n``: the smallest n at which the base-averaged fitted data curve has made 95%
+  of its rise from chance to its ceiling (100 for the logistic form, the fitted ceiling for
+  the free-ceiling form; a log-linear curve has none and never saturates); empty when that n
+  lies beyond the grid. Its 95% CI (``saturation_n_lo``/``_hi``) comes from the same point on
+  every replicate's curve (a replicate that does not saturate inside the grid counts as beyond
+  it; an upper bound beyond the grid is empty); ``saturation_share`` is the share of
+  replicates that saturate inside the grid;
 - ``mde_data`` / ``mde_size``: the smallest sensitivity this grid and these item counts detect
   with 80% power at alpha 0.05 (two-sided): (z_0.975 + z_0.8) x the bootstrap standard error;
 - ``group`` with margin delta: a factor is responsive if its CI's lower bound > delta,
@@ -29,7 +34,8 @@ POWER_Z = norm.ppf(0.975) + norm.ppf(0.8)
 GROUPS = ("saturating", "responsive_both", "resistant_size", "resistant_both", "undetermined")
 COLUMNS = ["ability", "data_sensitivity", "data_sensitivity_lo", "data_sensitivity_hi",
            "size_sensitivity", "size_sensitivity_lo", "size_sensitivity_hi", "saturation_n",
-           "mde_data", "mde_size", "group"]  # fmt: skip
+           "saturation_n_lo", "saturation_n_hi", "saturation_share", "mde_data", "mde_size",
+           "group"]  # fmt: skip
 # The published study's groups (Song et al., 2025), for the report.
 PUBLISHED = {
     "code": "responsive_both", "biology": "responsive_both", "history": "responsive_both",
@@ -53,21 +59,49 @@ def slope(fits: list, per_log) -> tuple[float, np.ndarray | None]:
     return float(np.mean(points)), (np.mean(reps, 0) if reps else None)
 
 
-def saturation_n(fits: list, min_gain: float = 1.0) -> float:
-    """First n past the steepest 4x where the base-averaged gain per 4x drops below
-    ``min_gain`` points; NaN when the curve never gains that much or never drops back."""
+SATURATED = 0.95  # the share of its rise (chance -> ceiling) at which a curve has saturated
+
+
+def saturation_n(fits: list, share: float = SATURATED) -> float:
+    """The smallest n where the base-averaged fitted curve has made ``share`` of its rise from
+    chance to its ceiling; NaN when it has no ceiling (log-linear) or gets there beyond the grid."""
+    return saturation(fits, share)[0]
+
+
+def saturation(fits: list, share: float = SATURATED) -> tuple[float, float, float, float]:
+    """(saturation_n, its 95% CI low and high, the share of replicates that saturate inside
+    the grid): the point on the base-averaged curve and on every replicate's curve."""
     if not fits:
-        return np.nan
+        return (np.nan,) * 4
     lo, hi = max(f.x.min() for f in fits), min(f.x.max() for f in fits)
-    if hi < 4 * lo:
+    if hi <= lo:
+        return (np.nan,) * 4
+    n = np.geomspace(lo, hi, 200)
+    floor = 100 * np.mean([f.chance for f in fits])
+    curves, tops = zip(*((f.curve(n), f.asymptote()) for f in fits))
+    point = first_reaching(np.mean([c[0] for c in curves], 0), np.mean([t[0] for t in tops]),
+                           floor, n, share)  # fmt: skip
+    if any(c[1] is None for c in curves):
+        return point, np.nan, np.nan, np.nan
+    rep_curves = np.mean([c[1] for c in curves], 0)  # (R, len n)
+    rep_tops = np.mean([t[1] for t in tops], 0)  # (R,)
+    reps = np.array([first_reaching(c, t, floor, n, share) for c, t in zip(rep_curves, rep_tops)])
+    beyond = np.where(np.isnan(reps), np.inf, reps)  # not inside the grid: beyond it
+    ci_lo, ci_hi = interval(np.inf if np.isnan(point) else point, beyond, method="inverted_cdf")
+    return point, _finite(ci_lo), _finite(ci_hi), float(np.mean(~np.isnan(reps)))
+
+
+def first_reaching(curve: np.ndarray, top: float, floor: float, n: np.ndarray, share: float):
+    """The first n where ``curve`` reaches floor + share x (top - floor); NaN if it never does
+    (or has no top)."""
+    if not np.isfinite(top) or top <= floor:
         return np.nan
-    n = np.geomspace(4 * lo, hi, 200)
-    gain = np.mean([f.curve(n)[0] - f.curve(n / 4)[0] for f in fits], 0)
-    peak = int(np.argmax(gain))
-    if gain[peak] < min_gain:
-        return np.nan
-    below = np.nonzero(gain[peak:] < min_gain)[0]
-    return float(n[peak + below[0]]) if len(below) else np.nan
+    reached = np.nonzero(curve >= floor + share * (top - floor))[0]
+    return float(n[reached[0]]) if len(reached) else np.nan
+
+
+def _finite(value: float) -> float:
+    return float(value) if np.isfinite(value) else np.nan
 
 
 def classify(lo: float, hi: float, delta: float) -> str:
@@ -110,7 +144,7 @@ def sensitivities(
         s, s_reps = slope(size_fits, 2.0)
         d_lo, d_hi = interval(d, d_reps)
         s_lo, s_hi = interval(s, s_reps)
-        sat = saturation_n(data_fits)
+        sat, sat_lo, sat_hi, sat_share = saturation(data_fits)
         data_class, size_class = classify(d_lo, d_hi, delta), classify(s_lo, s_hi, delta)
         note, degenerate = ability_note(data_fits, size_fits, most_n, most_bases)
         if degenerate:  # a CI of width 0 from counts at 0 or m says nothing about the factor
@@ -118,17 +152,21 @@ def sensitivities(
         rows.append({"ability": a, "data_sensitivity": d, "data_sensitivity_lo": d_lo,
                      "data_sensitivity_hi": d_hi, "size_sensitivity": s,
                      "size_sensitivity_lo": s_lo, "size_sensitivity_hi": s_hi,
-                     "saturation_n": sat, "mde_data": _mde(d_reps), "mde_size": _mde(s_reps),
+                     "saturation_n": sat, "saturation_n_lo": sat_lo, "saturation_n_hi": sat_hi,
+                     "saturation_share": sat_share, "mde_data": _mde(d_reps), "mde_size": _mde(s_reps),
                      "group": group(data_class, size_class, not np.isnan(sat)),
                      "data_class": data_class, "size_class": size_class, "note": note})  # fmt: skip
         reps[a] = {"data": d_reps, "size": s_reps}
     return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class", "note"]), reps
 
 
-def interval(point: float, reps, level: float = 0.95) -> tuple[float, float]:
+def interval(
+    point: float, reps, level: float = 0.95, method: str = "linear"
+) -> tuple[float, float]:
     """Bias-corrected percentile bootstrap interval: the percentiles are shifted by the share of
     replicates below the point estimate (z0), which removes the median bias a nonlinear fit
-    gives plain percentile intervals."""
+    gives plain percentile intervals. ``method``: numpy's percentile method (``inverted_cdf``
+    for replicates that may be infinite)."""
     if reps is None or np.isnan(point):
         return np.nan, np.nan
     reps = np.asarray(reps, float)
@@ -139,7 +177,7 @@ def interval(point: float, reps, level: float = 0.95) -> tuple[float, float]:
     z0 = norm.ppf(np.clip(below, 1 / len(reps), 1 - 1 / len(reps)))
     z = norm.ppf((1 + level) / 2)
     q = norm.cdf([2 * z0 - z, 2 * z0 + z]) * 100
-    lo, hi = np.percentile(reps, q)
+    lo, hi = np.percentile(reps, q, method=method)
     return float(lo), float(hi)
 
 

@@ -41,9 +41,10 @@ def test_run_writes_every_output_and_a_self_contained_report(folder, tmp_path, c
         df = pd.read_csv(out / f"{name}.csv")
         assert len(df) and (df["rule"] == "study").all(), name
     sens = pd.read_csv(out / "sensitivity.csv")
-    assert list(sens.columns[:11]) == ["ability", "data_sensitivity", "data_sensitivity_lo",
+    assert list(sens.columns[:14]) == ["ability", "data_sensitivity", "data_sensitivity_lo",
         "data_sensitivity_hi", "size_sensitivity", "size_sensitivity_lo", "size_sensitivity_hi",
-        "saturation_n", "mde_data", "mde_size", "group"]  # fmt: skip
+        "saturation_n", "saturation_n_lo", "saturation_n_hi", "saturation_share", "mde_data",
+        "mde_size", "group"]  # fmt: skip
     for name in plots.FIGURES:
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
         assert (out / "figures" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
