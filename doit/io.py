@@ -126,16 +126,59 @@ def read_json(path: str | os.PathLike) -> Any:
         raise JsonError(path, e.lineno, f"{e.msg} (column {e.colno})") from None
 
 
+class OutputError(ValueError):
+    """An output target doit refuses to write (it would replace what it was not asked to)."""
+
+
+MANIFEST = "manifest.json"  # a doit output folder's record of itself: {"kind": ..., ...}
+
+
+def output_kind(path: Path) -> str | None:
+    """The ``kind`` a doit output folder's manifest records, or None (not a doit output)."""
+    manifest = Path(path) / MANIFEST
+    try:
+        return read_json(manifest).get("kind") if manifest.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_output_target(path: Path, kind: str | None, overwrite: bool, sources=()) -> None:
+    """Refuse an output ``path`` that is, or contains, one of ``sources`` or the current
+    directory (always), or that exists and is not a doit output of ``kind`` (unless
+    ``overwrite``)."""
+    for source in [*sources, Path.cwd()]:
+        source = Path(source).resolve()
+        what = "the current directory" if source == Path.cwd().resolve() else "the source"
+        if source == path:
+            raise OutputError(f"--out: {path} is {what}; give another folder")
+        if path in source.parents:
+            raise OutputError(f"--out: {path} contains {what} ({source}); give another folder")
+    if not path.exists() and not path.is_symlink() or overwrite:
+        return
+    if not path.is_dir() or kind is None or output_kind(path) != kind:
+        what = "a file" if not path.is_dir() else f"not a doit {kind or 'output'} folder"
+        raise OutputError(f"--out: {path} exists and is {what} (no manifest.json of kind "
+                          f"{kind!r}); give another folder, or --overwrite to replace it")  # fmt: skip
+
+
 @contextlib.contextmanager
-def atomic_output_dir(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_output_dir(path, *, kind: str | None = None, overwrite: bool = False,
+                      sources=()) -> Iterator[Path]:  # fmt: skip
     """Yield a fresh temp directory beside ``path``; on success swap it in for ``path``.
 
-    If the body raises (or the process dies) the previous ``path`` is untouched and
-    the temp directory is removed (or left as an obviously named ``.tmp-*`` folder).
+    ``path`` is checked first (`check_output_target`): never the source or a folder holding
+    it, and an existing target only when it is a doit output of ``kind`` or ``overwrite``.
+    If the body raises, the previous ``path`` is untouched and the temp directory removed;
+    one a killed writer left is removed by the next writer of the same target.
     """
-    path = Path(path)
+    path = Path(path).resolve()
+    check_output_target(path, kind, overwrite, sources)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    prefix = f".{path.name}."
+    for stale in path.parent.glob(f"{glob.escape(prefix)}*.tmp-*"):
+        if stale.is_dir() and _writer_gone(stale.name[len(prefix) :].split(".")[0]):
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}.tmp-", dir=path.parent))
     os.chmod(tmp, 0o777 & ~_UMASK)
     try:
         yield tmp
@@ -143,12 +186,15 @@ def atomic_output_dir(path: str | os.PathLike) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     old = None
-    if path.exists():
-        old = path.parent / f".{path.name}.old-{os.getpid()}"
+    if path.exists() or path.is_symlink():
+        old = path.parent / f"{prefix}{os.getpid()}.old"
         os.replace(path, old)
     os.replace(tmp, path)
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

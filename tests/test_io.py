@@ -37,7 +37,7 @@ def test_killed_directory_write_keeps_previous_output(tmp_path):
         import time
         from pathlib import Path
         from doit.io import atomic_output_dir, write_jsonl
-        with atomic_output_dir(Path({str(out)!r})) as tmp:
+        with atomic_output_dir(Path({str(out)!r}), overwrite=True) as tmp:
             write_jsonl(tmp / "new.jsonl", [{{"a": 1}}] * 1000)
             Path({str(ready)!r}).touch()
             time.sleep(60)
@@ -47,6 +47,12 @@ def test_killed_directory_write_keeps_previous_output(tmp_path):
     kill(proc)
     assert sorted(p.name for p in out.iterdir()) == ["old.jsonl"]
     assert (out / "old.jsonl").read_text() == "previous\n"
+    from doit.io import atomic_output_dir
+
+    assert [p for p in tmp_path.iterdir() if ".tmp-" in p.name]  # what the kill left
+    with atomic_output_dir(out, overwrite=True) as tmp:  # the next writer clears it
+        (tmp / "new.jsonl").write_text("next\n")
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_killed_file_write_keeps_previous_file(tmp_path):

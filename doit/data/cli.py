@@ -15,12 +15,16 @@ from doit.data.schema import DataError
 
 
 def _ints(text: str) -> list[int]:
+    """Comma-separated integers >= 1 (item counts)."""
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers, got {text!r}"
         ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    return values
 
 
 def cmd_validate(a) -> int:
@@ -71,7 +75,8 @@ def cmd_stats(a) -> int:
 def cmd_split(a) -> int:
     from doit.data.split import build_split
 
-    m = build_split(a.input, a.out, seed=a.seed, n_valid=a.valid, n_test=a.test)
+    m = build_split(a.input, a.out, seed=a.seed, n_valid=a.valid, n_test=a.test,
+                    overwrite=a.overwrite)  # fmt: skip
     print(json.dumps(m["counts"], ensure_ascii=False))
     dup = m["duplicates"]["identical_records_kept_once"]
     if dup:
@@ -99,8 +104,10 @@ def _raw_records(path: Path, files: list[Path]) -> tuple[list[dict], list[tuple[
 
 
 def cmd_curate(a) -> int:
+    from doit.data.cells import source_is_synthetic
     from doit.data.curate import DEFAULT_THRESHOLD, curate, write_report
     from doit.data.layout import split_files
+    from doit.data.manifest import write_manifest
     from doit.data.split import input_files
     from doit.io import atomic_output_dir, write_jsonl
 
@@ -130,10 +137,14 @@ def cmd_curate(a) -> int:
     by_file: dict[str, list[dict]] = {}
     for rec, i in zip(result.kept, result.kept_index):
         by_file.setdefault(origins[i][0], []).append(rec)
-    with atomic_output_dir(a.out) as tmp:
+    sources = [src, *([a.against] if a.against else [])]
+    with atomic_output_dir(a.out, kind="curate", overwrite=a.overwrite, sources=sources) as tmp:
         for rel, recs in sorted(by_file.items()):
             write_jsonl(tmp / rel, recs)
         write_report(result, tmp / "curate_report.json")
+        write_manifest(tmp, kind="curate", seed=None, synthetic_data=source_is_synthetic(src),
+                       args={"input": str(src), "against": a.against,
+                             "max_tokens": a.max_tokens})  # fmt: skip
     counts = result.report["counts"]
     print(
         f"{a.out}: kept {counts['kept']} of {counts['input']} records; report: {Path(a.out) / 'curate_report.json'}"
@@ -145,11 +156,10 @@ def cmd_subset(a) -> int:
     from doit.data.subsets import build_subsets, build_synthetic_subsets
 
     if a.synthetic:
-        manifests = build_synthetic_subsets(a.path, a.out, totals=a.totals, seed=a.seed)
+        manifests = build_synthetic_subsets(a.path, a.out, a.totals, a.seed, a.overwrite)
     else:
-        manifests = build_subsets(
-            a.path, a.out, sizes=a.per_ability, pool=a.pool, seed=a.seed, abilities=a.abilities
-        )
+        manifests = build_subsets(a.path, a.out, a.per_ability, a.pool, a.seed, a.abilities,
+                                  a.overwrite)  # fmt: skip
     for name, m in manifests.items():
         print(f"{Path(a.out) / name}: {sum(m['train_counts'].values())} train items")
     return 0
@@ -158,7 +168,7 @@ def cmd_subset(a) -> int:
 def cmd_mix(a) -> int:
     from doit.data.mixes import build_mix, load_mix
 
-    m = build_mix(a.path, load_mix(a.mix), a.out)
+    m = build_mix(a.path, load_mix(a.mix), a.out, overwrite=a.overwrite)
     print(f"{a.out}: {sum(m['train_counts'].values())} train items {json.dumps(m['train_counts'])}")
     if m["shortfall"]:
         print(f"short of fill.total (allow_short): {json.dumps(m['shortfall'])}")
@@ -171,7 +181,7 @@ def cmd_micro(a) -> int:
     from doit.io import atomic_output_dir
 
     print("building the micro DoIT corpus: SYNTHETIC data from a seeded fictional world")
-    with atomic_output_dir(a.out) as tmp:
+    with atomic_output_dir(a.out, kind="micro", overwrite=a.overwrite) as tmp:
         summary = build_micro(tmp, seed=a.seed, practice_fraction=a.practice_fraction)
         practice = {"practice_fraction": a.practice_fraction} if a.practice_fraction else {}
         write_manifest(
@@ -252,6 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exam practice on train-split facts added to the pretraining text, as a "
                          "fraction of the prose (doit/data/micro/practice.py); default 0: none")  # fmt: skip
     mi.set_defaults(func=cmd_micro)
+    for writer in (sp, c, su, m, mi):
+        writer.add_argument("--overwrite", action="store_true",
+                            help="replace an existing --out that is not this command's own "
+                                 "earlier output (never the source, nor a folder holding it)")  # fmt: skip
     return p
 
 

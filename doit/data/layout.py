@@ -111,6 +111,20 @@ def split_files(root: Path, split: str, pool: str = "1000") -> list[Path]:
     return sorted(p for p in folder.iterdir() if is_record_file(p) and not p.name.startswith("."))
 
 
+def missing_abilities(root: Path) -> dict[str, list[str]]:
+    """{split folder: the in-domain abilities it holds no file for}, for every split folder
+    under ``root/curated/`` that exists."""
+    out = {}
+    for rel in SPLIT_DIRS.values():
+        folder = root / rel
+        if folder.is_dir():
+            have = {ability_from_name(p) for p in folder.iterdir() if is_record_file(p)}
+            lacking = [k for k in ab.ABILITY_KEYS if k not in have]
+            if lacking:
+                out[rel] = lacking
+    return out
+
+
 def synthetic_files(root: Path) -> list[Path]:
     folder = root / SYNTHETIC_DIR
     return sorted(p for p in folder.iterdir() if is_record_file(p)) if folder.is_dir() else []

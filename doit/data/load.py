@@ -14,7 +14,14 @@ from typing import Any
 import datasets
 
 from doit.data import abilities as ab
-from doit.data.layout import ability_from_name, read_records, split_files, synthetic_files
+from doit.data.layout import (
+    SYNTHETIC_DIR,
+    ability_from_name,
+    read_records,
+    split_dir,
+    split_files,
+    synthetic_files,
+)
 from doit.data.schema import ERROR, DataError, Problem, parse_record
 
 ITEM_FEATURES = datasets.Features(
@@ -88,14 +95,22 @@ def load_items(
     root: str | Path, split: str, pool: str = "1000", abilities=None, ood: bool = True
 ) -> list[dict]:
     """Validated items of ``split`` ('train', 'valid', 'test', '1000', 'full', 'synthetic')
-    as plain dicts, in file-name then line order. Raises DataError on any error."""
+    as plain dicts, in file-name then line order. Raises DataError on any error, and when the
+    split holds no items (of ``abilities``)."""
     root = Path(root)
     files = synthetic_files(root) if split == ab.SYNTHETIC else split_files(root, split, pool)
     keys = set(ab.parse_keys(abilities)) if abilities else None
     chosen = [f for f in files if _wanted(ability_from_name(f), keys, ood)]
     items, problems = read_files(chosen)
     require_clean(problems)
-    return [it for it in items if _wanted(it["ability"], keys, ood)]
+    items = [it for it in items if _wanted(it["ability"], keys, ood)]
+    if not items:
+        where = split_dir(root, split, pool) if split != ab.SYNTHETIC else root / SYNTHETIC_DIR
+        which = f" of {', '.join(sorted(keys))}" if keys else ""
+        raise DataError([Problem(str(where), 0, "split",
+                                 f"no items{which} of split {split!r} "
+                                 f"({len(chosen)} record files read)")])  # fmt: skip
+    return items
 
 
 def _wanted(key: str | None, keys: set[str] | None, ood: bool) -> bool:

@@ -8,6 +8,11 @@ folder name under ``curated/`` (1000, full, train, valid, test) or ``synthetic``
 ``files`` {relative path: {sha256, records}}; ``notes`` [str]; plus any ``extra``
 keys the writer adds (e.g. ``revision`` for a download). No timestamps, so that the
 same inputs give byte-identical manifests.
+
+A folder of subset cells (``doit data subset --out OUT``) carries a lighter one at ``OUT/``:
+``{doit_version, kind: "subsets", args, cells}`` (each cell its own full manifest). The kind
+is how an output folder is recognised: a writer replaces an existing ``--out`` only when it
+is a doit output of its own kind (`doit.io.atomic_output_dir`).
 """
 
 from __future__ import annotations
@@ -18,9 +23,7 @@ from typing import Any
 
 from doit import __version__
 from doit.data.layout import ability_from_name, all_record_files, read_records
-from doit.io import sha256_file, write_json
-
-MANIFEST = "manifest.json"
+from doit.io import MANIFEST, sha256_file, write_json
 
 
 def _count(path: Path) -> int:

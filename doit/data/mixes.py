@@ -3,7 +3,7 @@
 ```yaml
 seed: 0                       # int: sampling seed
 source: full                  # "1000" | "full": which train pool to draw from
-counts: {ethics: 64, math: all}   # ability -> int | "all" (the whole pool)
+counts: {ethics: 64, math: all}   # ability -> int >= 1 | "all" (the whole pool)
 fill:                         # optional: spread a budget equally
   abilities: [biology, ...]   # who shares it (default: every ability not in counts)
   total: 10000                # the mix's total size, counts included
@@ -40,7 +40,7 @@ from doit.data import abilities as ab
 from doit.data.cells import cell_name, pool_sizes, source_is_synthetic, write_cell
 from doit.data.load import load_items
 from doit.data.sampling import by_ability, take
-from doit.io import atomic_output_dir
+from doit.io import atomic_output_dir, check_output_target
 
 ALL = "all"
 _KEYS = {"seed", "source", "counts", "fill", "exclude", "synthetic", "provenance"}
@@ -85,6 +85,8 @@ def per_ability_spec(
 ) -> MixSpec:
     """n items of each ability (``abilities``, default all) but ``exclude``: the subset cell
     ``nNNNN``, or with ``exclude`` a leave-one-ability-out cell."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise MixError(f"n={n!r}: items per ability must be an integer >= 1", "per_ability")
     keys = ab.parse_keys(abilities) if abilities else ab.ABILITY_KEYS
     excluded = ab.parse_keys(list(exclude)) if exclude else ()
     name = cell_name(n) + "".join(f"-no-{k}" for k in excluded)
@@ -95,6 +97,8 @@ def per_ability_spec(
 
 def synthetic_spec(total: int, seed: int = 0) -> MixSpec:
     """``total`` synthetic items: the cell ``sNNNNN``."""
+    if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+        raise MixError(f"{total!r}: synthetic items must be an integer >= 1", "synthetic")
     name = cell_name(total, synthetic=True)
     return MixSpec(seed=seed, synthetic=total, cell=name, path=f"cell {name}")
 
@@ -145,7 +149,9 @@ def parse_mix(raw: Any, path: str = "<mix>") -> MixSpec:
         _fail(path, "counts", "expected a mapping ability -> int | all")
     for key, value in counts.items():
         canon = _keys(path, f"counts.{key}", [key])[0]
-        spec.counts[canon] = value if value == ALL else _int(path, f"counts.{key}", value)
+        if value == 0:
+            _fail(path, f"counts.{key}", "0: an ability left out of a mix goes in `exclude`")
+        spec.counts[canon] = value if value == ALL else _int(path, f"counts.{key}", value, 1)
     spec.exclude = _keys(path, "exclude", raw.get("exclude") or [])
     spec.synthetic = _int(path, "synthetic", raw.get("synthetic", 0))
     spec.provenance = raw.get("provenance") or {}
@@ -275,12 +281,13 @@ def sample_mix(spec: MixSpec, source) -> list[dict]:
     return draw(spec, *load_pools(spec, source))[0]
 
 
-def build_mix(source, spec: MixSpec, out) -> dict:
+def build_mix(source, spec: MixSpec, out, overwrite: bool = False) -> dict:
     """Write the mix as a DoIT-layout cell at ``out``; returns its manifest."""
     source, out = Path(source), Path(out)
+    check_output_target(out.resolve(), "mix", overwrite, [source])  # before reading anything
     items, short = draw(spec, *load_pools(spec, source))
     args = {"source": str(source), "mix": spec.path, "seed": spec.seed}
-    with atomic_output_dir(out) as tmp:
+    with atomic_output_dir(out, kind="mix", overwrite=overwrite, sources=[source]) as tmp:
         return write_cell(
             tmp,
             items,

@@ -88,8 +88,16 @@ def carried_path(item: dict) -> str:
     return f"{SYNTHETIC_DIR}/{Path(item['source']).stem}.json"
 
 
-def build_split(src, out, seed: int = 0, n_valid: int = 100, n_test: int = 100) -> dict:
+def build_split(
+    src, out, seed: int = 0, n_valid: int = 100, n_test: int = 100, overwrite: bool = False
+) -> dict:
     src, out = Path(src), Path(out)
+    with atomic_output_dir(out, kind="split", overwrite=overwrite, sources=[src]) as tmp:
+        return _write_split(src, tmp, seed, n_valid, n_test)
+
+
+def _write_split(src: Path, tmp: Path, seed: int, n_valid: int, n_test: int) -> dict:
+    """Read, deduplicate and split ``src`` into the fresh folder ``tmp``; its manifest."""
     items, problems = read_files(input_files(src))
     require_clean(problems)
     items, dropped, conflicts = dedup(items)
@@ -101,26 +109,23 @@ def build_split(src, out, seed: int = 0, n_valid: int = 100, n_test: int = 100) 
     for it in items:
         if it["ability"] not in ab.ABILITY_KEYS:
             carried.setdefault(carried_path(it), []).append(it)
-    with atomic_output_dir(out) as tmp:
-        for split, rows in parts.items():
-            for key, group in sorted(by_ability(rows).items()):
-                group = sorted(group, key=lambda it: it["idx"])
-                write_jsonl(
-                    tmp / SPLIT_DIRS[split] / f"{key}{SUFFIX[split]}", map(to_record, group)
-                )
-        for rel, group in carried.items():
-            write_jsonl(tmp / rel, map(to_record, group))
-        args = {"input": str(src), "seed": seed, "valid": n_valid, "test": n_test}
-        duplicates = {
-            "identical_records_kept_once": sum(dropped.values()),
-            "by_ability": dropped,
-        }
-        return write_manifest(
-            tmp,
-            kind="split",
-            seed=seed,
-            args=args,
-            synthetic_data=False,
-            duplicates=duplicates,
-            carried=sorted(carried),
-        )
+    for split, rows in parts.items():
+        for key, group in sorted(by_ability(rows).items()):
+            group = sorted(group, key=lambda it: it["idx"])
+            write_jsonl(tmp / SPLIT_DIRS[split] / f"{key}{SUFFIX[split]}", map(to_record, group))
+    for rel, group in carried.items():
+        write_jsonl(tmp / rel, map(to_record, group))
+    args = {"input": str(src), "seed": seed, "valid": n_valid, "test": n_test}
+    duplicates = {
+        "identical_records_kept_once": sum(dropped.values()),
+        "by_ability": dropped,
+    }
+    return write_manifest(
+        tmp,
+        kind="split",
+        seed=seed,
+        args=args,
+        synthetic_data=False,
+        duplicates=duplicates,
+        carried=sorted(carried),
+    )

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from doit import __version__
 from doit.data import abilities as ab
 from doit.data.cells import cell_name, source_is_synthetic, write_cell
 from doit.data.load import load_items
-from doit.data.mixes import draw, per_ability_spec, synthetic_spec
-from doit.io import atomic_output_dir
+from doit.data.mixes import MixError, draw, per_ability_spec, synthetic_spec
+from doit.io import MANIFEST, atomic_output_dir, check_output_target, write_json
+
+KIND = "subsets"  # the manifest kind of a folder of subset cells
 
 DEFAULT_PER_ABILITY = (1, 4, 16, 64, 256, 1000)
 DEFAULT_SYNTHETIC_TOTALS = (10, 40, 160, 640, 2560, 10000, 40960)
@@ -27,11 +30,19 @@ NESTED_NOTE = (
 
 
 def build_subsets(
-    source, out, sizes=DEFAULT_PER_ABILITY, pool: str = "1000", seed: int = 0, abilities=None
+    source,
+    out,
+    sizes=DEFAULT_PER_ABILITY,
+    pool: str = "1000",
+    seed: int = 0,
+    abilities=None,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     """Write one cell per size under ``out``; returns {cell name: manifest}."""
     source, out = Path(source), Path(out)
     sizes = sorted(set(int(n) for n in sizes))
+    _check_sizes(sizes, "per_ability")
+    check_output_target(out.resolve(), KIND, overwrite, [source])  # before reading anything
     specs = {n: per_ability_spec(n, seed, pool, abilities) for n in sizes}
     pool_items = load_items(source, pool)  # read once for every size
     cells = {n: draw(spec, pool_items, [])[0] for n, spec in specs.items()}
@@ -42,23 +53,38 @@ def build_subsets(
         "seed": seed,
         "abilities": list(ab.parse_keys(abilities)) if abilities else None,
     }
-    return _write_cells(source, out, cells, args, seed, synthetic=False)
+    return _write_cells(source, out, cells, args, seed, synthetic=False, overwrite=overwrite)
 
 
-def build_synthetic_subsets(source, out, totals=DEFAULT_SYNTHETIC_TOTALS, seed: int = 0) -> dict:
+def build_synthetic_subsets(
+    source, out, totals=DEFAULT_SYNTHETIC_TOTALS, seed: int = 0, overwrite: bool = False
+) -> dict:
     source, out = Path(source), Path(out)
     totals = sorted(set(int(n) for n in totals))
+    _check_sizes(totals, "totals")
+    check_output_target(out.resolve(), KIND, overwrite, [source])
     synthetic = load_items(source, ab.SYNTHETIC)
     cells = {n: draw(synthetic_spec(n, seed), [], synthetic)[0] for n in totals}
     args = {"source": str(source), "synthetic": True, "totals": totals, "seed": seed}
-    return _write_cells(source, out, cells, args, seed, synthetic=True)
+    return _write_cells(source, out, cells, args, seed, synthetic=True, overwrite=overwrite)
+
+
+def _check_sizes(sizes: list[int], key: str) -> None:
+    if not sizes or sizes[0] < 1:
+        raise MixError(f"--{key.replace('_', '-')}: every size must be >= 1, got {sizes}", key)
 
 
 def _write_cells(
-    source: Path, out: Path, cells: dict[int, list[dict]], args: dict, seed: int, synthetic: bool
+    source: Path,
+    out: Path,
+    cells: dict[int, list[dict]],
+    args: dict,
+    seed: int,
+    synthetic: bool,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     manifests = {}
-    with atomic_output_dir(out) as tmp:
+    with atomic_output_dir(out, kind=KIND, overwrite=overwrite, sources=[source]) as tmp:
         for n, items in cells.items():
             name = cell_name(n, synthetic)
             (tmp / name).mkdir()
@@ -72,4 +98,6 @@ def _write_cells(
                 notes=[NESTED_NOTE],
                 synthetic_data=source_is_synthetic(source),
             )
+        write_json(tmp / MANIFEST, {"doit_version": __version__, "kind": KIND, "args": args,
+                                    "cells": sorted(manifests)})  # fmt: skip
     return manifests

@@ -13,9 +13,10 @@ from pathlib import Path
 import yaml
 
 from doit.data import abilities as ab
-from doit.data.layout import all_record_files, is_record_file
+from doit.data.layout import SPLIT_DIRS, all_record_files, is_record_file, missing_abilities
 from doit.data.load import read_files
 from doit.data.schema import ERROR, WARNING, Problem
+from doit.io import MANIFEST, output_kind, read_json
 
 REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 ROLE_PLAY_NOTE = (
@@ -122,8 +123,37 @@ def validate_path(path, expect: str | None = None) -> Report:
         counts[str(f.relative_to(path)) if is_dir else f.name] = len(items) + len(failed)
         report.problems += problems
         report.n_items += len(items)
+    if is_dir:
+        report.problems += layout_problems(path, report.n_items)
     if expect:
         if not is_dir:
             raise ValueError("--expect checks a directory, not a single file")
         report.problems += check_expected(path, load_expectation(expect)[1], counts)
     return report
+
+
+def layout_problems(root: Path, n_items: int) -> list[Problem]:
+    """A corpus without items, and split folders missing an ability's file: errors, except
+    in a cell whose manifest says it draws some abilities only (a mix, a leave-one-out or an
+    --abilities subset), where a train file it did not draw is a warning."""
+    if n_items == 0:
+        return [Problem(str(root), 0, "items", "no items: every record file is empty")]
+    drawn = _drawn_abilities(root)
+    out = []
+    for rel, lacking in missing_abilities(root).items():
+        for key in lacking:
+            deliberate = drawn is not None and rel == SPLIT_DIRS["train"] and key not in drawn
+            out.append(Problem(str(root / rel / f"{key}_{Path(rel).name}.json"), 0, "file",
+                               "missing: the cell did not draw this ability" if deliberate
+                               else f"missing: {rel}/ has no file for {key}",
+                               WARNING if deliberate else ERROR))  # fmt: skip
+    return out
+
+
+def _drawn_abilities(root: Path) -> set[str] | None:
+    """The abilities a subset or mix cell's manifest says it drew (None: not such a cell)."""
+    kind = output_kind(root)
+    if kind not in ("subset", "mix"):
+        return None
+    counts = read_json(root / MANIFEST).get("counts", {}).get("train", {})
+    return set(counts)

@@ -1,0 +1,153 @@
+"""The bad-input sweep (issue #20): every input the sweep named, each answered by a located
+error (exit 2, the file/line/key named) or by the correct result, never by a traceback, a
+silent wrong result or lost data. One test per input; the section says which item it is."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from doit.data.cli import main as data_main
+from tests.data.pools import uniform, write_pool
+
+
+def exit_code(main, argv: list[str]) -> int:
+    """A command's exit status, whether it returns it or argparse exits with it."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def data(argv: list[str]) -> int:
+    return exit_code(data_main, argv)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    return write_pool(tmp_path / "corpus", uniform(12), synthetic=20)
+
+
+def files_of(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".tmp" in p.name)
+
+
+# --- 1. --out never replaces what it was not asked to --------------------------------------------
+def test_subset_out_onto_its_source_is_refused_and_the_source_kept(corpus, capsys):
+    before = files_of(corpus)
+    assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(corpus)]) == 2
+    assert "source" in capsys.readouterr().err and files_of(corpus) == before
+
+
+def test_out_onto_a_folder_holding_the_source_is_refused_even_with_overwrite(corpus, capsys):
+    for flags in ([], ["--overwrite"]):
+        argv = ["subset", str(corpus), "--per-ability", "1", "--out", str(corpus.parent)]
+        assert data(argv + flags) == 2
+        assert "contains the source" in capsys.readouterr().err
+    assert files_of(corpus)
+
+
+@pytest.mark.parametrize("command", ["mix", "split", "curate"])
+def test_every_writer_refuses_its_source_as_out(command, corpus, tmp_path, capsys):
+    mix = tmp_path / "m.yaml"
+    mix.write_text("counts: {biology: 2}\n")
+    argv = {"mix": ["mix", str(corpus), "--mix", str(mix)], "split": ["split", str(corpus)],
+            "curate": ["curate", str(corpus)]}[command]  # fmt: skip
+    before = files_of(corpus)
+    assert data([*argv, "--out", str(corpus)]) == 2
+    assert "source" in capsys.readouterr().err and files_of(corpus) == before
+
+
+def test_an_unrelated_existing_folder_or_file_needs_overwrite(corpus, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    afile = tmp_path / "afile.txt"
+    afile.write_text("keep me too")
+    for target in (mine, afile):
+        assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(target)]) == 2
+        assert "--overwrite" in capsys.readouterr().err
+    assert (mine / "notes.txt").read_text() == "keep me" and afile.read_text() == "keep me too"
+    argv = ["subset", str(corpus), "--per-ability", "1", "--out", str(mine), "--overwrite"]
+    assert data(argv) == 0 and (mine / "n0001").is_dir()
+
+
+def test_rerunning_into_its_own_earlier_output_replaces_it(corpus, tmp_path):
+    out = tmp_path / "cells"
+    assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(out)]) == 0
+    assert data(["subset", str(corpus), "--per-ability", "2", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["n0002"]
+
+
+def test_out_dot_is_a_located_error_with_nothing_left_behind(corpus, tmp_path, capsys):
+    work = tmp_path / "work"
+    work.mkdir()
+    cwd = os.getcwd()
+    try:
+        os.chdir(work)
+        assert data(["subset", str(corpus), "--per-ability", "1", "--out", "."]) == 2
+    finally:
+        os.chdir(cwd)
+    assert "--out" in capsys.readouterr().err
+    assert leftovers(work) == [] and leftovers(tmp_path) == []
+
+
+def test_a_killed_writers_temporary_folder_is_removed_by_the_next_run(corpus, tmp_path):
+    out = tmp_path / "cells"
+    stale = tmp_path / f".cells.{2**22 + 12345}.tmp-abc"  # a pid no process has
+    stale.mkdir()
+    assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(out)]) == 0
+    assert leftovers(tmp_path) == []
+
+
+# --- 4. every n is >= 1 ------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", ["-1", "0"])
+def test_subset_sizes_below_one_are_refused(n, corpus, tmp_path, capsys):
+    argv = ["subset", str(corpus), "--per-ability", n, "--out", str(tmp_path / "o")]
+    assert data(argv) == 2
+    assert "--per-ability" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_a_mix_count_of_zero_is_refused_in_favour_of_exclude(corpus, tmp_path, capsys):
+    mix = tmp_path / "m.yaml"
+    mix.write_text("counts: {biology: 2, ethics: 0}\n")
+    assert data(["mix", str(corpus), "--mix", str(mix), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "counts.ethics" in err and "exclude" in err
+
+
+# --- 6. a split that loads nothing is an error; a missing ability file is reported --------------
+def test_validate_an_empty_corpus_is_invalid(tmp_path, capsys):
+    empty = tmp_path / "empty" / "curated" / "test"
+    empty.mkdir(parents=True)
+    (empty / "biology_test.json").write_text("")
+    assert data(["validate", str(tmp_path / "empty")]) == 2
+    assert "no items" in capsys.readouterr().err
+
+
+def test_validate_names_a_missing_ability_file(corpus, capsys):
+    (corpus / "curated" / "test" / "ethics_test.json").unlink()
+    assert data(["validate", str(corpus)]) == 2
+    assert "ethics_test.json" in capsys.readouterr().err
+
+
+def test_a_leave_one_out_cell_lacking_its_left_out_train_file_is_valid(corpus, tmp_path, capsys):
+    mix = tmp_path / "loo.yaml"
+    mix.write_text("counts: {biology: 2, math: 2}\nexclude: [ethics]\n")
+    assert data(["mix", str(corpus), "--mix", str(mix), "--out", str(tmp_path / "cell")]) == 0
+    assert data(["validate", str(tmp_path / "cell")]) == 0
+    assert "did not draw" in capsys.readouterr().out
+
+
+def test_loading_a_split_with_no_items_is_an_error(tmp_path):
+    from doit.data.load import load_items
+    from doit.data.schema import DataError
+
+    with pytest.raises(DataError, match="no items"):
+        load_items(tmp_path, "test")
