@@ -151,3 +151,51 @@ def test_loading_a_split_with_no_items_is_an_error(tmp_path):
 
     with pytest.raises(DataError, match="no items"):
         load_items(tmp_path, "test")
+
+
+# --- 5. a recipe key is type-checked the same way from YAML and from the command line ------------
+FIXTURE = Path(__file__).parent / "fixtures" / "doit_download"
+MICRO_SFT = Path(__file__).parents[1] / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
+
+
+def sft_config(tmp_path, **keys) -> str:
+    import yaml
+
+    cfg = {"model_name_or_path": "some/base", "doit_dir": str(FIXTURE), "per_ability": 1,
+           "output_dir": str(tmp_path / "run"), "report_to": "none", **keys}  # fmt: skip
+    path = tmp_path / "sft.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+@pytest.mark.parametrize("value", [True, "fast", [1, 2]])
+def test_a_wrong_typed_yaml_value_is_a_config_error_naming_its_key(value, tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args
+
+    with pytest.raises(ConfigError, match="learning_rate"):
+        parse_args(["--config", sft_config(tmp_path, learning_rate=value)])
+
+
+def test_the_same_wrong_value_on_the_command_line_is_refused_the_same_way(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args
+
+    with pytest.raises(ConfigError, match="learning_rate"):
+        parse_args(["--config", sft_config(tmp_path), "--learning_rate", "true"])
+
+
+def test_yaml_values_and_the_same_flags_parse_alike(tmp_path):
+    import yaml
+
+    from doit.train.sft import parse_args
+
+    argv = ["--model_name_or_path", "some/base", "--doit_dir", str(FIXTURE), "--per_ability",
+            "1", "--output_dir", str(tmp_path / "run")]  # fmt: skip
+    cfg = yaml.safe_load(MICRO_SFT.read_text())
+    flags = [x for k, v in cfg.items() if v is not None and not isinstance(v, dict | list)
+             for x in (f"--{k}", str(v).lower() if isinstance(v, bool) else str(v))]  # fmt: skip
+    from_yaml = parse_args(["--config", str(MICRO_SFT), *argv]).to_dict()
+    from_flags = parse_args(["--config", str(MICRO_SFT), *flags, *argv]).to_dict()
+    assert from_yaml == from_flags
+    assert from_yaml["training"]["learning_rate"] == cfg["learning_rate"]

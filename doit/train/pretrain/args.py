@@ -72,20 +72,20 @@ def parse_args(argv: list[str] | None = None) -> PretrainRecipeArgs:
     import sys
 
     from transformers import TrainingArguments
-    from trl import TrlParser
 
     from doit.train import launch
+    from doit.train.config import RecipeParser
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:  # every key's help, not the first pass's few
-        TrlParser((PretrainArguments, TrainingArguments)).parse_args_and_config(argv)
-    keys, _ = TrlParser(launch.LaunchKeys).parse_args_and_config(
+        RecipeParser((PretrainArguments, TrainingArguments)).parse_args_and_config(argv)
+    keys, _ = RecipeParser(launch.LaunchKeys).parse_args_and_config(
         argv, return_remaining_strings=True
     )
     info = launch.describe(keys.deepspeed)
     overrides = launch.cpu_overrides(info, keys)
     launch.prepare(info)
-    parser = TrlParser((PretrainArguments, TrainingArguments))
+    parser = RecipeParser((PretrainArguments, TrainingArguments))
     try:
         args, training_args = parser.parse_args_and_config(argv + overrides)
     except ValueError as e:

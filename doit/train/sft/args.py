@@ -133,19 +133,19 @@ def dataclass_types() -> tuple:
 
 
 def make_parser():
-    from trl import TrlParser
+    from doit.train.config import RecipeParser
 
-    return TrlParser(dataclass_types(), allow_abbrev=False)
+    return RecipeParser(dataclass_types(), allow_abbrev=False)
 
 
 def parse_args(argv: list[str] | None = None) -> RecipeArgs:
     """Parse, validate and prepare the process; raises ConfigError (`launch.LaunchError` is one)."""
-    from trl import TrlParser
+    from doit.train.config import RecipeParser
 
     argv = list(argv if argv is not None else sys.argv[1:])
     if "-h" in argv or "--help" in argv:
         make_parser().parse_args_and_config(argv)  # prints every key's help and exits
-    first = TrlParser(
+    first = RecipeParser(
         (DoitDataArguments, DoitTrainArguments, launch.LaunchKeys), allow_abbrev=False
     )
     data, run, peek, _ = _parse(first, argv, remaining=True)
@@ -162,12 +162,7 @@ def parse_args(argv: list[str] | None = None) -> RecipeArgs:
 
 
 def _parse(parser, argv: list[str], remaining: bool = False):
-    try:
-        return parser.parse_args_and_config(argv, return_remaining_strings=remaining)
-    except ValueError as e:
-        if isinstance(e, ConfigError):
-            raise
-        raise ConfigError("config", str(e)) from None
+    return parser.parse_args_and_config(argv, return_remaining_strings=remaining)
 
 
 def derived_overrides(run: DoitTrainArguments, peek: launch.LaunchKeys, info: dict) -> list[str]:
