@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from doit.data.schema import DataError
+from doit.flags import ArgumentParser
 
 
 def _ints(text: str) -> list[int]:
@@ -204,7 +205,7 @@ def cmd_micro(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m doit.data", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m doit.data", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check a file or DoIT directory; exit 2 if invalid")
     v.add_argument("path")
@@ -248,7 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--synthetic", action="store_true", help="synthetic-only cells of --totals items"
     )
     su.add_argument("--totals", type=_ints, default=[10, 40, 160, 640, 2560, 10000, 40960])
-    su.add_argument("--seed", type=int, default=0)
+    su.add_argument("--sample-seed", "--seed", type=int, default=0, dest="seed",
+                    help="seed of the data draw (the recipe's and the grid's sample_seed; "
+                         "--seed is its older name)")  # fmt: skip
     su.set_defaults(func=cmd_subset)
     m = sub.add_parser("mix", help="build a data mix from a mix YAML")
     m.add_argument("path")
