@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from doit.grid.evaluate import benchmark_rows, no_output, score_rows
-from doit.io import write_jsonl
+from doit.grid.evaluate import benchmark_rows, score_rows
 
 
-def test_items_without_output_are_counted_per_ability(tmp_path):
-    pred = write_jsonl(tmp_path / "p.jsonl", [
-        {"type": "ceval_x_fshot", "idx": 0, "prediction": "", "error": "prompt of 265 tokens"},
-        {"type": "ceval_x_fshot", "idx": 1, "prediction": "A"},
-        {"type": "math", "idx": 0, "prediction": "", "error": "prompt of 300 tokens"},
-    ])  # fmt: skip
-    rows = [{"type": "ceval_x_fshot", "idx": i, "ability": "ceval_x"} for i in (0, 1)]
-    rows.append({"type": "math", "idx": 0, "ability": "math"})
-    counts = no_output(pred, rows)
-    assert counts == {"ceval_x": 1, "math": 1}
+def test_rows_carry_the_items_without_output_and_the_eval_time():
     scores = {"abilities": {"math": {"score": 0.0, "n_items": 1, "chance": 0.0}},
-              "items": [], "n_no_output": counts, "eval_s": 1.5}  # fmt: skip
+              "items": [], "n_no_output": {"ceval_x": 1, "math": 1}, "eval_s": 1.5}  # fmt: skip
     (row,), _ = score_rows("test", scores)
     assert row["n_no_output"] == 1 and row["eval_s"] == 1.5
 
