@@ -45,10 +45,12 @@ class AnswerKind:
     alternatives: Callable[[Item, Sequence[Item]], Alternatives]
 
     def __post_init__(self):
-        if self.generated != (self.default_budget is not None) or self.generated == (
-            self.ranked is not None
-        ):
-            raise ValueError(f"answer kind {self.name}: a budget if generated, ranked texts if not")
+        if self.generated and (self.default_budget is None or self.ranked is not None):
+            raise ValueError(
+                f"answer kind {self.name}: generated: a default_budget, no ranked texts"
+            )
+        if not self.generated and (self.default_budget is not None or self.ranked is None):
+            raise ValueError(f"answer kind {self.name}: ranked: ranked texts, no default_budget")
 
 
 def _one_option(item: Item) -> float:

@@ -3,12 +3,14 @@
 One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
 
     {"type", "idx", "question_format", "answer_kind",
-     "prediction": greedy output up to the first stop token ("" for open-ended items),
+     "prediction": greedy output up to the first stop token ("" for ranked kinds),
      "max_new_tokens": this item's budget (the kind's, clamped to the context),
      "hit_budget": true when the output ran to that budget without a stop token,
      "letter_logits": {letter: summed log-probability of the letter's tokens at the first
-                       answer position} (mc items only; the key keeps its old name),
-     "choice_ppl": [ppl(gold), ppl(fine), ppl(coarse)] (question_format 1 only),
+                       answer position} (kinds with letter scores: mc; the key keeps its
+                       old name),
+     "choice_ppl": perplexity of each of the kind's ranked texts, gold first (ranked kinds:
+                   open, [ppl(gold), ppl(fine), ppl(coarse)]),
      "error": why the item got no output (a prompt that does not fit the context)}
 
 and ``PRED.rules.json`` beside it: ``prediction_rules`` (chat format, context, each kind's
@@ -20,7 +22,8 @@ What an item gets follows its answer kind (``doit.data.abilities.KINDS``): a gen
 is decoded greedily and batched (left padding, KV cache, items sorted by prompt length),
 with the kind's budget (the study's 1,024 new tokens) unless overridden, clamped to what the
 context leaves after the prompt (the prompt is never cut); a ranked kind's texts (an
-open-ended item's three choices) are scored, several items' in one forward pass.
+open-ended item's three choices) are scored by perplexity, several items' in one forward
+pass. Which keys a line carries per kind is ``doit.eval.kinds``' to read back.
 """
 
 from __future__ import annotations

@@ -10,8 +10,17 @@ the analysis all call ``score_predictions``. Output schema (``SCORES.json``)::
      "macro_in_domain": mean of the 10 abilities (null if any is missing or null),
      "overall": mean of the 10 + 3 C-Eval sets, the study's definition (null likewise),
      "rules": {"math": "paper"|"verify", "ties": "correct"|"wrong", "mc_fallback": ...,
-               "missing": "null"|"wrong"},
-     "items": [{"type", "idx", "ability", "answer_kind", "correct", "extracted", ...}]}
+               "open": ..., "missing": "null"|"wrong",
+               "predict": PRED.rules.json's content, or null without one},
+     "items": [{"type", "idx", "ability", "answer_kind", "gold", "extracted", "correct", ...}],
+     # written by doit.eval.evaluate only:
+     "eval_s": seconds from loading to scored, "n_no_output": {ability: items whose
+               prompt did not fit the context}}
+
+An item row's fields after ``gold`` are its answer kind's judge's (``doit.eval.kinds``):
+``extracted`` and ``correct`` always; mc adds ``via`` (output | logits), math
+``correct_paper`` and ``correct_verify``; a ranked kind's ``extracted`` is the index of its
+lowest-perplexity text. A missing item's row has ``"missing": true``.
 
 An ability is listed once it has a prediction. ``n_items`` counts its items in the split,
 ``n_missing`` those without a prediction; any missing item makes its score null unless

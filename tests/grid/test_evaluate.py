@@ -2,7 +2,32 @@
 
 from __future__ import annotations
 
-from doit.grid.evaluate import benchmark_rows, score_rows
+from doit.data.load import load_items
+from doit.grid.evaluate import benchmark_rows, score_model, score_rows
+from doit.io import read_json
+from tests.eval.oracle import OracleLM
+from tests.tiny import FIXTURE, byte_bpe_tokenizer
+
+
+def test_a_model_loads_once_and_a_scored_split_is_read_back_not_redone(monkeypatch, tmp_path):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side = "left"
+    lm = OracleLM(tok, load_items(FIXTURE, "valid") + load_items(FIXTURE, "test"))
+    loads = []
+    monkeypatch.setattr("doit.models.load_for_inference", lambda *a: loads.append(a) or (lm, tok))
+    grid = {"eval_batch_size": 4, "max_new_tokens": {"math": 64}}
+    first = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
+    assert first["test"]["overall"] == 100.0 and first["valid"]["n_no_output"] == {}
+    assert loads == [("m", None, "auto", "doit", 1)]  # one load for both splits
+    assert score_model("m", tmp_path, str(FIXTURE), grid) == first and len(loads) == 1
+    (tmp_path / "test.scores.json").unlink()  # killed before scoring test: test alone redone
+    valid_written = (tmp_path / "valid.scores.json").stat().st_mtime_ns
+    again = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
+    assert len(loads) == 2 and (tmp_path / "valid.scores.json").stat().st_mtime_ns == valid_written
+    assert again["test"] == read_json(tmp_path / "test.scores.json")
+    assert {k: v for k, v in again["test"].items() if k != "eval_s"} == {
+        k: v for k, v in first["test"].items() if k != "eval_s"
+    }
 
 
 def test_rows_carry_the_items_without_output_and_the_eval_time():
