@@ -1,7 +1,9 @@
 """The one registry of DoIT abilities, out-of-domain sets and answer kinds.
 
 Every other module refers to abilities through this registry (``ABILITIES``,
-``OOD``, ``get``) rather than spelling keys as string literals.
+``OOD``, ``get``) rather than spelling keys as string literals, and to what an answer kind
+does through its record (``KINDS``, ``kind``): evaluation adds only how a kind's answer is
+extracted and judged (``doit.eval.kinds``).
 """
 
 from __future__ import annotations
@@ -92,8 +94,11 @@ def _option_alternatives(item: Item, same_ability: Sequence[Item]) -> Alternativ
 
 def _other_label(item: Item, same_ability: Sequence[Item]) -> Alternatives:
     """The gold answer against the answer of the first item of the ability with the other label."""
-    alts = [o["messages"][-1]["content"] for o in same_ability
-            if o["answer_kind"] == item["answer_kind"] and o["gold"] != item["gold"]]  # fmt: skip
+    alts = [
+        o["messages"][-1]["content"]
+        for o in same_ability
+        if o["answer_kind"] == item["answer_kind"] and o["gold"] != item["gold"]
+    ]
     return (item["messages"][-1]["content"], alts[:1]) if alts else None
 
 
