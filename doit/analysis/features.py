@@ -5,8 +5,10 @@ feature columns of a features table).
 - ``complexity(model, tokenizer, items)``: 1 - (acc_rank - chance) / (100 - chance), where
   acc_rank is the untuned base's format-free ranking accuracy: the share of items whose gold
   answer text has a higher mean per-token log-likelihood after the prompt than every
-  alternative (the other option texts for mc/tf/multiselect, the two distractors for open
-  items, the gold answers of 3 other items of the same ability for cloze and math); beside it
+  alternative (each answer kind's ``alternatives`` in ``doit.data.abilities``: the other
+  option texts for mc/multiselect, the answer of an item with the other label for tf, the
+  two distractors for open items, the golds of 3 other items of the ability for cloze and
+  math); beside it
   the gold answer's length in tokens, its reasoning steps (lines) and its mean per-token NLL.
 - ``transference(counts)``: T_a = (S_a(LOO_a, n) - c_a) / (S_a(all, n) - c_a), summed over the
   (base, n) pairs that have both cells, with a bootstrap CI; empty when the full-mix gain's
@@ -15,8 +17,6 @@ feature columns of a features table).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
@@ -24,12 +24,12 @@ from scipy.stats import spearmanr
 from doit.analysis.bootstrap import Counts
 from doit.analysis.fits import uniform
 from doit.analysis.sensitivity import interval
+from doit.data import abilities as ab
 
 LOO, PROXY = (
     "leave-one-out",
     "uniform-grid proxy (weaker): share of the n_max gain over the base reached at n_min",
 )
-_OPTION = re.compile(r"^\s*([A-F])\s*[.．、:：)]\s*(.+?)\s*$")
 
 
 # --- Transference ------------------------------------------------------------------------------
@@ -117,24 +117,8 @@ def _row(ability, method, pairs, gain, gain_reps, kept, kept_reps):
 # --- Complexity ---------------------------------------------------------------------------------
 def candidates(item: dict, same_ability: list[dict]) -> tuple[str, list[str]] | None:
     """(gold answer text, alternative texts) for the ranking test, or None when the item has
-    no alternatives to rank against."""
-    kind, answer = item["answer_kind"], item["messages"][-1]["content"]
-    if kind == "open":
-        return item["choices"][0], list(item["choices"][1:3])
-    if kind in ("mc", "multiselect"):
-        options = dict(m.groups() for line in item["messages"][-2]["content"].splitlines()
-                       if (m := _OPTION.match(line)))  # fmt: skip
-        gold = [options[x] for x in item["gold"] if x in options]
-        alts = [t for x, t in options.items() if x not in item["gold"]]
-        return ("；".join(gold), alts) if gold and alts else None
-    if kind == "tf":
-        alts = [o["messages"][-1]["content"] for o in same_ability
-                if o["answer_kind"] == "tf" and o["gold"] != item["gold"]]  # fmt: skip
-        return (answer, alts[:1]) if alts else None
-    others = [o["gold"] for o in same_ability if o["gold"] and o["gold"] != item["gold"]]
-    start = sum(map(ord, item["uid"])) % max(len(others), 1)
-    alts = list(dict.fromkeys(others[start:] + others[:start]))[:3]
-    return (item["gold"], alts) if item["gold"] and alts else None
+    no alternatives to rank against: its answer kind's ``alternatives``."""
+    return ab.kind(item["answer_kind"]).alternatives(item, same_ability)
 
 
 def complexity(model, tokenizer, items: list[dict], batch_size: int = 16) -> pd.DataFrame:
@@ -153,7 +137,7 @@ def complexity(model, tokenizer, items: list[dict], batch_size: int = 16) -> pd.
             if pair is None:
                 continue
             gold, alts = pair
-            seqs = choice_sequences(tokenizer, {**it, "choices": [gold, *alts]}, limit)
+            seqs = choice_sequences(tokenizer, it, limit, [gold, *alts])
             sums = []
             for i in range(0, len(seqs), batch_size):
                 sums += span_logprobs(model, seqs[i : i + batch_size], tokenizer.pad_token_id)

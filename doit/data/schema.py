@@ -19,14 +19,15 @@ question_format  0 exact match, 1 open-ended (perplexity ranking); -1 synthetic
 messages   list of {role, content}, alternating user/assistant, ending with assistant
 choices    format 1: [gold, fine distractor, coarse distractor]; else []
 answer     math: the gold final answer; else None
-answer_kind  one of mc, tf, cloze, multiselect, math, open (None for synthetic)
+answer_kind  one of the kinds registered in ``doit.data.abilities.KINDS`` (mc, tf, cloze,
+           multiselect, math, open); None for synthetic
 options    mc/multiselect: the question's option letters, e.g. ["A","B","C"], marked
-           "A. ..." at a line start or after a space (several on one line count);
+           "A. ..." at a line start or after a space (``doit.data.options``);
            none marked: A-D and a warning; a partial set is an error. Else []
 gold       mc: letter; tf: "T"/"F"; cloze: the whole answer, stripped; multiselect:
            sorted letters ("AC"); math: answer; open: choices[0]. None for synthetic
-chance     per-item chance of a random guess: mc 1/m, tf 1/2, multiselect 1/C(m,k),
-           cloze and math 0, open 1/3; None for synthetic
+chance     per-item chance of a random guess, the kind's rule: mc 1/m, tf 1/2,
+           multiselect 1/C(m,k), cloze and math 0, open 1/3; None for synthetic
 source     file the record came from, line its 1-based line (row for HF datasets)
 ========== ============================================================================
 """
@@ -35,23 +36,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
 from doit.data import abilities as ab
+from doit.data.abilities import FALSE_LABELS, TRUE_LABELS
+from doit.data.options import OPTION_LETTERS, option_letters
 
 ERROR, WARNING = "error", "warning"
 ROLES = ("user", "assistant")
-TRUE_LABELS = ("正确", "对", "T", "√", "V")
-FALSE_LABELS = ("错误", "错", "F", "×", "X")
-_OPTION_MARK = re.compile(r"(?:^|(?<=\s))([A-F])\s*[.:、)]", re.M)
 _CHINESE_SPAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LETTER_SET_SEPARATORS = re.compile(r"[\s,，、;；和及与]+")
 DEFAULT_OPTIONS = ("A", "B", "C", "D")
-OPTION_LETTERS = ab.OPTION_LETTERS
 QUESTION = "messages[-2].content"
 
 
@@ -109,13 +107,6 @@ def letter_set(line: str) -> str | None:
     if not t or any(c not in OPTION_LETTERS for c in t):
         return None
     return "".join(sorted(set(t)))
-
-
-def option_letters(question: str) -> list[str]:
-    """Every option letter marked in ``question``, sorted and distinct. A mark is a letter
-    A-F and a separator (``.`` ``:`` ``、`` ``)``, full-width too) at a line start or after
-    whitespace, so options on one line ("B. 乙 C. 丙 D. 丁") count."""
-    return sorted(set(_OPTION_MARK.findall(unicodedata.normalize("NFKC", question))))
 
 
 def options_problem(found: list[str]) -> str | None:
@@ -251,15 +242,16 @@ def _is_letter_answer(answer: str, question: str, kinds: tuple[str, ...]) -> boo
     return not (ab.TF in kinds and tf_label(answer)) or letter in option_letters(question)
 
 
-def _mc(answer: str, question: str, c: _Checker) -> tuple[str, list[str], str, float] | None:
+Derived = tuple[str, list[str], str]  # (answer_kind, options, gold)
+
+
+def _mc(answer: str, question: str, c: _Checker) -> Derived | None:
     letter = single_letter(answer, OPTION_LETTERS)
     options = _options(question, letter, c)
-    return None if options is None else (ab.MC, options, letter, 1 / len(options))
+    return None if options is None else (ab.MC, options, letter)
 
 
-def _multiselect(
-    answer: str, question: str, c: _Checker
-) -> tuple[str, list[str], str, float] | None:
+def _multiselect(answer: str, question: str, c: _Checker) -> Derived | None:
     lines = [ln for ln in answer.splitlines() if ln.strip()]
     gold = letter_set(lines[-1]) if lines else None
     if gold is None:
@@ -271,12 +263,10 @@ def _multiselect(
     options = _options(question, gold, c, widen=True)
     if options is None:
         return None
-    return ab.MULTISELECT, options, gold, 1 / math.comb(len(options), len(gold))
+    return ab.MULTISELECT, options, gold
 
 
-def _open(
-    record: dict[str, Any], answer: str, c: _Checker
-) -> tuple[str, list[str], str, float] | None:
+def _open(record: dict[str, Any], answer: str, c: _Checker) -> Derived | None:
     choices = record.get("choices")
     if not isinstance(choices, list) or len(choices) != 3:
         n = len(choices) if isinstance(choices, list) else "no"
@@ -289,13 +279,13 @@ def _open(
         c.warn("choices", "choices repeat: a distractor equals another choice")
     if choices[0].strip() != answer.strip():
         c.warn("choices", "choices[0] (the gold answer) differs from the last assistant message")
-    return ab.OPEN, [], choices[0], 1 / 3
+    return ab.OPEN, [], choices[0]
 
 
 def derive_answer(
     ability: str, record: dict[str, Any], messages: list[dict[str, str]], c: _Checker
-):
-    """(answer_kind, options, gold, chance) for a validated record, or None (with an error)."""
+) -> Derived | None:
+    """(answer_kind, options, gold) for a validated record, or None (with an error)."""
     kinds = ab.get(ability).answer_kinds
     answer = messages[-1]["content"]
     question = messages[-2]["content"] if len(messages) >= 2 else ""
@@ -308,25 +298,21 @@ def derive_answer(
         if not isinstance(gold, str) or not gold.strip():
             c.error("answer", "math items need a non-empty `answer` (the gold final answer)")
             return None
-        return ab.MATH, [], gold.strip(), 0.0
+        return ab.MATH, [], gold.strip()
     if ab.MULTISELECT in kinds:
         return _multiselect(answer, question, c)
     if ab.MC in kinds and _is_letter_answer(answer, question, kinds):
         return _mc(answer, question, c)
     derived = None
     if ab.TF in kinds and tf_label(answer):
-        derived = ab.TF, [], tf_label(answer), 0.5
+        derived = ab.TF, [], tf_label(answer)
     if derived is None and ab.CLOZE in kinds and first_chinese_span(answer):
-        derived = ab.CLOZE, [], answer.strip(), 0.0  # whole: "学而时习之，不亦说乎"
+        derived = ab.CLOZE, [], answer.strip()  # whole: "学而时习之，不亦说乎"
     if derived is None:
-        wants = {
-            ab.MC: "one option letter",
-            ab.TF: "a true/false label (正确/对/T/√/V or 错误/错/F/×/X)",
-            ab.CLOZE: "a Chinese text span",
-        }
+        wants = " or ".join(ab.kind(k).gold for k in kinds)
         c.error(
             "messages[-1].content",
-            f"gold not derivable for {ability}: expected {' or '.join(wants[k] for k in kinds)}, got {answer.strip()[:40]!r}",
+            f"gold not derivable for {ability}: expected {wants}, got {answer.strip()[:40]!r}",
         )
     return derived
 
@@ -365,7 +351,7 @@ def parse_record(record: Any, *, path: str, line: int, hint: str | None = None, 
     if messages is None or ability is None or c.failed:
         return None, c.problems
     if synthetic:
-        item = _item(ability, record, messages, idx, -1, (None, [], None, None), path, line)
+        item = _item(ability, record, messages, idx, -1, (None, [], None), path, line)
         return item, c.problems
     qf = check_format(ability, record, c)
     derived = derive_answer(ability, record, messages, c) if qf is not None else None
@@ -375,12 +361,12 @@ def parse_record(record: Any, *, path: str, line: int, hint: str | None = None, 
 
 
 def _item(ability, record, messages, idx, qf, derived, path, line) -> dict[str, Any]:
-    kind, options, gold, chance = derived
+    kind, options, gold = derived
     rtype = record.get("type") or (
         ability if ability == ab.SYNTHETIC else ab.get(ability).type_name
     )
     answer = record.get("answer")
-    return {
+    item = {
         "uid": item_uid(ability, messages),
         "ability": ability,
         "type": ab.item_type(rtype),
@@ -392,10 +378,13 @@ def _item(ability, record, messages, idx, qf, derived, path, line) -> dict[str, 
         "answer_kind": kind,
         "options": list(options),
         "gold": gold,
-        "chance": chance,
+        "chance": None,
         "source": path,
         "line": line,
     }
+    if kind is not None:  # synthetic records have none
+        item["chance"] = ab.kind(kind).chance(item)
+    return item
 
 
 def to_record(item: dict[str, Any]) -> dict[str, Any]:

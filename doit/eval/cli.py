@@ -28,30 +28,14 @@ def _kinds(text: str) -> dict[str, int]:
     return out
 
 
-def predict_abilities(abilities: str | None, ood: bool) -> tuple[list[str] | None, bool]:
-    """(ability keys, ood) to load: ``--ood`` adds the C-Eval sets to any ``--abilities``, and
-    a C-Eval set named in ``--abilities`` is loaded without ``--ood``."""
-    from doit.data import abilities as ab
-
-    keys = list(ab.parse_keys(abilities))
-    if not keys:
-        return None, ood
-    if ood:
-        keys += [k for k in ab.OOD_KEYS if k not in keys]
-    return keys, ood or any(k in ab.OOD_KEYS for k in keys)
-
-
 def cmd_predict(a) -> int:
-    from doit.data.load import load_items
-    from doit.eval import predict
-    from doit.models import load_for_inference
+    from doit.eval.evaluate import Model, load_split_items, predict_split
+    from doit.eval.predict import rules_path
 
-    keys, ood = predict_abilities(a.abilities, a.ood)
-    items = load_items(a.data, a.split, abilities=keys, ood=ood)
-    budgets = predict.budgets(a.max_new_tokens)  # bad kinds fail before the model loads
-    model, tokenizer = load_for_inference(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
-    rules = predict.predict_to(a.out, model, tokenizer, items, a.batch_size, budgets, a.chat_format)
-    print(f"{a.out}: {len(items)} predictions; rules in {predict.rules_path(a.out)}")
+    items = load_split_items(a.data, a.split, a.abilities, a.ood)
+    model = Model(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
+    rules = predict_split(model, items, a.out, a.max_new_tokens, a.batch_size)
+    print(f"{a.out}: {len(items)} predictions; rules in {rules_path(a.out)}")
     for kind, n in rules["n_hit_budget"].items():
         if n:
             print(f"  {kind}: {n} of {rules['n_items'][kind]} outputs ran to their budget "

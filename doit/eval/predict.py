@@ -3,12 +3,14 @@
 One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
 
     {"type", "idx", "question_format", "answer_kind",
-     "prediction": greedy output up to the first stop token ("" for open-ended items),
+     "prediction": greedy output up to the first stop token ("" for ranked kinds),
      "max_new_tokens": this item's budget (the kind's, clamped to the context),
      "hit_budget": true when the output ran to that budget without a stop token,
      "letter_logits": {letter: summed log-probability of the letter's tokens at the first
-                       answer position} (mc items only; the key keeps its old name),
-     "choice_ppl": [ppl(gold), ppl(fine), ppl(coarse)] (question_format 1 only),
+                       answer position} (kinds with letter scores: mc; the key keeps its
+                       old name),
+     "choice_ppl": perplexity of each of the kind's ranked texts, gold first (ranked kinds:
+                   open, [ppl(gold), ppl(fine), ppl(coarse)]),
      "error": why the item got no output (a prompt that does not fit the context)}
 
 and ``PRED.rules.json`` beside it: ``prediction_rules`` (chat format, context, each kind's
@@ -16,10 +18,12 @@ budget, how many items hit it or did not fit, stop tokens, letter scoring).
 
 Every prompt is rendered by the tokenizer's chat template (``doit.models.chat``); an untuned
 base gets the template its fine-tuned cells train with (``doit.models.load_for_inference(chat_format=...)``).
-Generation is greedy and batched (left padding, KV cache, items sorted by prompt length);
-every generated kind gets the study's 1,024 new tokens unless overridden, clamped to what
-the context leaves after the prompt (the prompt is never cut). The three choices of
-several open-ended items are scored in one forward pass.
+What an item gets follows its answer kind (``doit.data.abilities.KINDS``): a generated kind
+is decoded greedily and batched (left padding, KV cache, items sorted by prompt length),
+with the kind's budget (the study's 1,024 new tokens) unless overridden, clamped to what the
+context leaves after the prompt (the prompt is never cut); a ranked kind's texts (an
+open-ended item's three choices) are scored by perplexity, several items' in one forward
+pass. Which keys a line carries per kind is ``doit.eval.kinds``' to read back.
 """
 
 from __future__ import annotations
@@ -32,10 +36,10 @@ from typing import Any
 import torch
 
 from doit.data import abilities as ab
+from doit.data.options import OPTION_LETTERS
+from doit.eval.kinds import behaviour
 from doit.models.chat import speaker_template
 
-STUDY_MAX_NEW_TOKENS = 1024  # the study's greedy decoding cap, for every generated kind
-GENERATED_KINDS = ab.GENERATED_KINDS
 LETTER_SCORING = (
     "sum of the log-probabilities of the letter's whole token sequence (as the template "
     "renders it right after the assistant marker) at the first answer position"
@@ -43,18 +47,18 @@ LETTER_SCORING = (
 
 
 def budgets(overrides: dict[str, int] | None = None) -> dict[str, int]:
-    """``max_new_tokens`` of each generated answer kind: the study's 1,024 unless overridden."""
+    """``max_new_tokens`` of each generated answer kind: its default budget unless overridden."""
     overrides = overrides or {}
-    unknown = sorted(set(overrides) - set(GENERATED_KINDS))
+    unknown = sorted(set(overrides) - set(ab.GENERATED_KINDS))
     if unknown:
         raise ValueError(
             f"--max-new-tokens: unknown answer kind {', '.join(unknown)}; "
-            f"expected one of {', '.join(GENERATED_KINDS)}"
+            f"expected one of {', '.join(ab.GENERATED_KINDS)}"
         )
     for kind, n in overrides.items():
         if n < 1:
             raise ValueError(f"--max-new-tokens: {kind}={n}: expected at least 1")
-    return {k: overrides.get(k, STUDY_MAX_NEW_TOKENS) for k in GENERATED_KINDS}
+    return {k.name: overrides.get(k.name, k.default_budget) for k in ab.KINDS if k.generated}
 
 
 def prompt_text(tokenizer, item: dict) -> str:
@@ -76,7 +80,7 @@ def letter_sequences(tokenizer) -> dict[str, list[int]]:
     )
     base = encode(tokenizer, prompt)
     out = {}
-    for letter in ab.OPTION_LETTERS:
+    for letter in OPTION_LETTERS:
         ids = encode(tokenizer, prompt + letter)
         if ids[: len(base)] != base or len(ids) == len(base):
             raise ValueError(
@@ -188,12 +192,15 @@ def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> 
     return [math.exp(-s / (len(seq) - start)) for s, (seq, start) in zip(sums, sequences)]
 
 
-def choice_sequences(tokenizer, item: dict, limit: int) -> list[tuple[list[int], int]]:
-    """Token ids of instruction + each choice (with <eot>), truncated from the left to ``limit``."""
+def choice_sequences(
+    tokenizer, item: dict, limit: int, texts: list[str] | None = None
+) -> list[tuple[list[int], int]]:
+    """Token ids of instruction + each text (default: the item's choices) as the assistant's
+    turn (with <eot>), truncated from the left to ``limit``."""
     prompt = prompt_text(tokenizer, item)
     base = encode(tokenizer, prompt)
     seqs = []
-    for choice in item["choices"]:
+    for choice in item["choices"] if texts is None else texts:
         full = tokenizer.apply_chat_template(
             item["messages"][:-1] + [{"role": "assistant", "content": choice}], tokenize=False
         )
@@ -215,7 +222,7 @@ def predict_items(
     limits, context = budgets(max_new_tokens), max_length(model, tokenizer)
     preds, rows = {}, []
     for it in items:
-        if it["answer_kind"] == ab.OPEN:
+        if not ab.kind(it["answer_kind"]).generated:
             continue
         prompt = encode(tokenizer, prompt_text(tokenizer, it))
         room = context - len(prompt)
@@ -228,12 +235,13 @@ def predict_items(
             continue
         rows.append((it, prompt, min(limits[it["answer_kind"]], room)))
     preds.update(_generate(model, tokenizer, rows, batch_size, limits))
-    preds.update(_score_open(model, tokenizer, items, batch_size, context))
+    preds.update(_rank(model, tokenizer, items, batch_size, context))
     return [preds[k] for k in sorted(preds)]
 
 
 def _generate(model, tokenizer, rows: list[tuple], batch_size: int, limits: dict) -> dict:
-    """Records of the generated items, batched by kind budget (``limits``), then prompt length."""
+    """Records of the generated items, batched by kind budget (``limits``), then prompt length;
+    kinds with ``letter_scores`` also get each option letter's log-probability."""
     letters = letter_sequences(tokenizer)
     one_token = all(len(s) == 1 for s in letters.values())
     out, mc_rows = {}, []
@@ -248,9 +256,9 @@ def _generate(model, tokenizer, rows: list[tuple], batch_size: int, limits: dict
             text = tokenizer.decode(new, skip_special_tokens=True)
             hit = not stopped and len(new) >= budget
             rec = {**_record(it, text), "max_new_tokens": budget, "hit_budget": hit}
-            if it["answer_kind"] == ab.MC and one_token:
+            if behaviour(it["answer_kind"]).letter_scores and one_token:
                 rec["letter_logits"] = {x: float(first[letters[x][0]]) for x in it["options"]}
-            elif it["answer_kind"] == ab.MC:
+            elif behaviour(it["answer_kind"]).letter_scores:
                 mc_rows.append((it, prompt))
             out[(it["type"], it["idx"])] = rec
     for chunk in batches(mc_rows, max(1, batch_size // 4)):
@@ -261,19 +269,39 @@ def _generate(model, tokenizer, rows: list[tuple], batch_size: int, limits: dict
     return out
 
 
-def _score_open(model, tokenizer, items: list[dict], batch_size: int, context: int) -> dict:
-    opened = [
-        (it, choice_sequences(tokenizer, it, context))
+def _rank(model, tokenizer, items: list[dict], batch_size: int, context: int) -> dict:
+    """Records of the ranked items: the perplexity of each of their kind's texts (gold first),
+    as many items per forward pass as fit ``batch_size`` sequences (at least one)."""
+    ranked = [
+        (it, choice_sequences(tokenizer, it, context, kind.ranked(it)))
         for it in items
-        if it["answer_kind"] == ab.OPEN
+        if (kind := ab.kind(it["answer_kind"])).ranked is not None
     ]
-    opened.sort(key=lambda r: (sum(len(s) for s, _ in r[1]), r[0]["type"], r[0]["idx"]))
+    ranked.sort(key=lambda r: (sum(len(s) for s, _ in r[1]), r[0]["type"], r[0]["idx"]))
     out = {}
-    for chunk in batches(opened, max(1, batch_size // 3)):
-        ppl = sequence_ppl(model, [s for _, seqs in chunk for s in seqs], tokenizer.pad_token_id)
-        for i, (it, _) in enumerate(chunk):
-            out[(it["type"], it["idx"])] = {**_record(it, ""), "choice_ppl": ppl[3 * i : 3 * i + 3]}
+    for chunk in _packed(ranked, batch_size):
+        ppl = iter(
+            sequence_ppl(model, [s for _, seqs in chunk for s in seqs], tokenizer.pad_token_id)
+        )
+        for it, seqs in chunk:
+            out[(it["type"], it["idx"])] = {
+                **_record(it, ""),
+                "choice_ppl": [next(ppl) for _ in seqs],
+            }
     return out
+
+
+def _packed(rows: list[tuple[dict, list]], size: int) -> Iterator[list]:
+    """Consecutive groups of ``rows`` holding at most ``size`` sequences (a row alone if larger)."""
+    chunk, n = [], 0
+    for row in rows:
+        if chunk and n + len(row[1]) > size:
+            yield chunk
+            chunk, n = [], 0
+        chunk.append(row)
+        n += len(row[1])
+    if chunk:
+        yield chunk
 
 
 def _record(item: dict, text: str) -> dict[str, Any]:
@@ -293,7 +321,8 @@ def prediction_rules(
 
     def count(test) -> dict[str, int]:
         return {
-            k: sum(1 for p in preds if p["answer_kind"] == k and test(p)) for k in GENERATED_KINDS
+            k: sum(1 for p in preds if p["answer_kind"] == k and test(p))
+            for k in ab.GENERATED_KINDS
         }
 
     return {

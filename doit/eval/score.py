@@ -10,8 +10,17 @@ the analysis all call ``score_predictions``. Output schema (``SCORES.json``)::
      "macro_in_domain": mean of the 10 abilities (null if any is missing or null),
      "overall": mean of the 10 + 3 C-Eval sets, the study's definition (null likewise),
      "rules": {"math": "paper"|"verify", "ties": "correct"|"wrong", "mc_fallback": ...,
-               "missing": "null"|"wrong"},
-     "items": [{"type", "idx", "ability", "answer_kind", "correct", "extracted", ...}]}
+               "open": ..., "missing": "null"|"wrong",
+               "predict": PRED.rules.json's content, or null without one},
+     "items": [{"type", "idx", "ability", "answer_kind", "gold", "extracted", "correct", ...}],
+     # written by doit.eval.evaluate only:
+     "eval_s": seconds from loading to scored, "n_no_output": {ability: items whose
+               prompt did not fit the context}}
+
+An item row's fields after ``gold`` are its answer kind's judge's (``doit.eval.kinds``):
+``extracted`` and ``correct`` always; mc adds ``via`` (output | logits), math
+``correct_paper`` and ``correct_verify``; a ranked kind's ``extracted`` is the index of its
+lowest-perplexity text. A missing item's row has ``"missing": true``.
 
 An ability is listed once it has a prediction. ``n_items`` counts its items in the split,
 ``n_missing`` those without a prediction; any missing item makes its score null unless
@@ -25,75 +34,27 @@ true means.
 from __future__ import annotations
 
 from doit.data import abilities as ab
-from doit.eval import parsers
-from doit.eval.math_equiv import equal_paper, equal_verify
+from doit.eval import kinds
 from doit.io import read_json, read_jsonl
-
-MATH_RULES = ("paper", "verify")
-TIE_RULES = ("correct", "wrong")
-MC_FALLBACK = (
-    "the item's own option letter with the highest summed log-probability of its tokens at the "
-    "first answer position (predict's letter_logits)"
-)
-
-
-def _mc(item, pred) -> dict:
-    letter = parsers.mc_letter(pred["prediction"], item["options"])
-    via = "output"
-    if letter is None:
-        letter, via = parsers.logit_choice(pred.get("letter_logits"), item["options"]), "logits"
-    return {"extracted": letter, "via": via, "correct": letter == item["gold"]}
-
-
-def _open(item, pred, ties: str) -> dict:
-    ppl = pred.get("choice_ppl")
-    if not ppl or len(ppl) != 3:
-        return {"correct": False, "extracted": None, "via": "missing choice_ppl"}
-    gold, best_other = ppl[0], min(ppl[1:])
-    correct = gold <= best_other if ties == "correct" else gold < best_other
-    return {"correct": bool(correct), "extracted": ppl.index(min(ppl))}
 
 
 def score_item(item: dict, pred: dict, math: str = "paper", ties: str = "correct") -> dict:
-    """Per-item verdict: ``correct`` plus what was extracted (math: both rules)."""
-    kind, text = item["answer_kind"], pred.get("prediction") or ""
-    if kind == ab.MC:
-        out = _mc(item, pred)
-    elif kind == ab.OPEN:
-        out = _open(item, pred, ties)
-    elif kind == ab.MATH:
-        got = parsers.math_answer(text)
-        paper, verify = equal_paper(got, item["gold"]), equal_verify(got, item["gold"])
-        out = {
-            "extracted": got,
-            "correct_paper": paper,
-            "correct_verify": verify,
-            "correct": paper if math == "paper" else verify,
-        }
-    else:
-        extract = {
-            ab.TF: parsers.tf_answer,
-            ab.CLOZE: parsers.cloze_answer,
-            ab.MULTISELECT: parsers.multiselect_answer,
-        }[kind]
-        got = extract(text)
-        gold = parsers.cloze_text(item["gold"]) if kind == ab.CLOZE else item["gold"]
-        out = {"extracted": got, "correct": got is not None and got == gold}
+    """Per-item verdict: ``correct`` plus what was extracted (math: both rules), as the item's
+    answer kind extracts and judges (``doit.eval.kinds``)."""
     return {
         "type": item["type"],
         "idx": item["idx"],
         "ability": item["ability"],
-        "answer_kind": kind,
+        "answer_kind": item["answer_kind"],
         "gold": item["gold"],
-        **out,
+        **kinds.judge(item, pred, kinds.Rules(math, ties)),
     }
 
 
 def missing_row(item: dict) -> dict:
     """The row of an item with no prediction: wrong on every rule, marked missing."""
     row = {"extracted": None, "correct": False, "missing": True}
-    if item["answer_kind"] == ab.MATH:
-        row |= {"correct_paper": False, "correct_verify": False}
+    row |= dict.fromkeys(kinds.behaviour(item["answer_kind"]).extra_verdicts, False)
     keys = ("type", "idx", "ability", "answer_kind", "gold")
     return {**{k: item[k] for k in keys}, **row}
 
@@ -161,8 +122,7 @@ def score_predictions(
     source: str = "<predictions>",
     allow_missing: bool = False,
 ) -> dict:
-    if math not in MATH_RULES or ties not in TIE_RULES:
-        raise ValueError(f"math must be one of {MATH_RULES} and ties one of {TIE_RULES}")
+    rules = kinds.Rules(math, ties)  # refuses unknown rules before anything is read
     found = match_predictions(items, preds, source)
     predicted = {it["ability"] for it in items if (it["type"], it["idx"]) in found}
     rows = []
@@ -184,10 +144,7 @@ def score_predictions(
         "rules": {
             "math": math,
             "ties": ties,
-            "mc_fallback": MC_FALLBACK,
-            "open": "ppl(gold) <= min(distractors)"
-            if ties == "correct"
-            else "ppl(gold) < min(distractors)",
+            **kinds.rule_notes(rules),
             "missing": "wrong" if allow_missing else "null",
         },
         "items": rows,

@@ -11,7 +11,6 @@ names add ``<name>`` (0-shot) or ``<name>-<k>shot`` rows.
 from __future__ import annotations
 
 import fnmatch
-import time
 from pathlib import Path
 
 from doit import faults
@@ -37,42 +36,18 @@ def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, P
 
 def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=None,
                 seed: int = 0) -> dict[str, dict]:  # fmt: skip
-    """{split: scores.json} for one model, predicting only the splits not yet scored."""
-    from doit.data.load import load_items
-    from doit.eval import predict
-    from doit.eval.score import score_file
-    from doit.models import load_for_inference
+    """{split: scores.json} for one model, predicting only the splits not yet scored (the
+    model loads once, and only when a split is missing)."""
+    from doit.eval.evaluate import Model, evaluate, output_paths
 
-    out, model = {}, None
+    model, out = Model(str(model_dir), chat_format=chat_format, seed=seed), {}
     for split in SPLITS:
-        path = folder / f"{split}.scores.json"
+        _, path = output_paths(folder, split)
         if not path.is_file():
-            started = time.perf_counter()
-            if model is None:
-                model, tokenizer = load_for_inference(str(model_dir), chat_format=chat_format,
-                                                      seed=seed)  # fmt: skip
-            items = load_items(doit_dir, split, ood=split == "test")
-            pred = folder / f"{split}.pred.jsonl"
-            predict.predict_to(pred, model, tokenizer, items, grid["eval_batch_size"],
-                               predict.budgets(grid["max_new_tokens"]), chat_format)  # fmt: skip
-            result = score_file(items, pred)
-            result["eval_s"] = round(time.perf_counter() - started, 3)
-            result["n_no_output"] = no_output(pred, result["items"])
-            write_json(path, result)
+            evaluate(model, doit_dir, split, grid["max_new_tokens"], folder=folder,
+                     batch_size=grid["eval_batch_size"], ood=split == "test")  # fmt: skip
             faults.point("mid_eval")
         out[split] = read_json(path)
-    return out
-
-
-def no_output(predictions: Path, rows: list[dict]) -> dict[str, int]:
-    """Per ability, items whose prediction is an error (a prompt longer than the context)."""
-    from doit.io import read_jsonl
-
-    failed = {(p["type"], p["idx"]) for _, p in read_jsonl(predictions) if p.get("error")}
-    out: dict[str, int] = {}
-    for r in rows:
-        if (r["type"], r["idx"]) in failed:
-            out[r["ability"]] = out.get(r["ability"], 0) + 1
     return out
 
 

@@ -257,7 +257,7 @@ def test_every_generated_kind_defaults_to_the_studys_1024_new_tokens(items):
     predict_items(lm, tok, _generated(items), batch_size=4)
     assert {budget for _, budget in lm.calls} == {1024}
     assert predict.budgets({"math": 64}) == {
-        **{k: 1024 for k in predict.GENERATED_KINDS},
+        **{k: 1024 for k in ab.GENERATED_KINDS},
         "math": 64,
     }
 

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from doit.grid.evaluate import benchmark_rows, no_output, score_rows
-from doit.io import write_jsonl
+from doit.data.load import load_items
+from doit.grid.evaluate import benchmark_rows, score_model, score_rows
+from doit.io import read_json
+from tests.eval.oracle import OracleLM
+from tests.tiny import FIXTURE, byte_bpe_tokenizer
 
 
-def test_items_without_output_are_counted_per_ability(tmp_path):
-    pred = write_jsonl(tmp_path / "p.jsonl", [
-        {"type": "ceval_x_fshot", "idx": 0, "prediction": "", "error": "prompt of 265 tokens"},
-        {"type": "ceval_x_fshot", "idx": 1, "prediction": "A"},
-        {"type": "math", "idx": 0, "prediction": "", "error": "prompt of 300 tokens"},
-    ])  # fmt: skip
-    rows = [{"type": "ceval_x_fshot", "idx": i, "ability": "ceval_x"} for i in (0, 1)]
-    rows.append({"type": "math", "idx": 0, "ability": "math"})
-    counts = no_output(pred, rows)
-    assert counts == {"ceval_x": 1, "math": 1}
+def test_a_model_loads_once_and_a_scored_split_is_read_back_not_redone(monkeypatch, tmp_path):
+    tok = byte_bpe_tokenizer()
+    tok.padding_side = "left"
+    lm = OracleLM(tok, load_items(FIXTURE, "valid") + load_items(FIXTURE, "test"))
+    loads = []
+    monkeypatch.setattr("doit.models.load_for_inference", lambda *a: loads.append(a) or (lm, tok))
+    grid = {"eval_batch_size": 4, "max_new_tokens": {"math": 64}}
+    first = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
+    assert first["test"]["overall"] == 100.0 and first["valid"]["n_no_output"] == {}
+    assert loads == [("m", None, "auto", "doit", 1)]  # one load for both splits
+    assert score_model("m", tmp_path, str(FIXTURE), grid) == first and len(loads) == 1
+    (tmp_path / "test.scores.json").unlink()  # killed before scoring test: test alone redone
+    valid_written = (tmp_path / "valid.scores.json").stat().st_mtime_ns
+    again = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
+    assert len(loads) == 2 and (tmp_path / "valid.scores.json").stat().st_mtime_ns == valid_written
+    assert again["test"] == read_json(tmp_path / "test.scores.json")
+    assert {k: v for k, v in again["test"].items() if k != "eval_s"} == {
+        k: v for k, v in first["test"].items() if k != "eval_s"
+    }
+
+
+def test_rows_carry_the_items_without_output_and_the_eval_time():
     scores = {"abilities": {"math": {"score": 0.0, "n_items": 1, "chance": 0.0}},
-              "items": [], "n_no_output": counts, "eval_s": 1.5}  # fmt: skip
+              "items": [], "n_no_output": {"ceval_x": 1, "math": 1}, "eval_s": 1.5}  # fmt: skip
     (row,), _ = score_rows("test", scores)
     assert row["n_no_output"] == 1 and row["eval_s"] == 1.5
 

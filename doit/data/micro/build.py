@@ -17,7 +17,6 @@ import random
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from math import comb
 from pathlib import Path
 
 from doit.data import abilities
@@ -173,15 +172,9 @@ def render_ability(spec: AbilitySpec, drafts: dict[str, list], seed: int) -> dic
 
 # --- ground truth ------------------------------------------------------------------------------
 def _chance(draft: Draft) -> float:
-    if draft.kind == abilities.MC:
-        return 1 / len(draft.options)
-    if draft.kind == abilities.TF:
-        return 0.5
-    if draft.kind == abilities.MULTISELECT:
-        return 1 / comb(len(draft.options), len(draft.gold))  # as doit.data.schema: k known
-    if draft.kind == abilities.OPEN:
-        return 1 / 3
-    return 0.0
+    """The chance its kind's rule gives the item a draft becomes (as ``doit.data.schema``)."""
+    fields = {"options": draft.options, "gold": draft.gold, "choices": draft.choices}
+    return abilities.kind(draft.kind).chance(fields)
 
 
 def _steps(drafts: list[Draft]) -> int | list[int]:

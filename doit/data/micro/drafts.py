@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from doit.data.abilities import MC, MULTISELECT
-from doit.data.abilities import OPTION_LETTERS as LETTERS
 from doit.data.micro.world import Fact, World
+from doit.data.options import OPTION_LETTERS as LETTERS
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,122 @@
+"""One call from a model to its scores: ``evaluate(model, data_dir, split, budgets, ...)``.
+
+It loads the split's items and the model (once: a ``Model`` shared by several calls loads on
+first use), predicts, scores, and writes, each atomically, ``PRED.jsonl`` and
+``PRED.rules.json`` (``doit.eval.predict``) and then ``SCORES.json`` (``doit.eval.score``,
+plus ``eval_s`` and ``n_no_output``), so an existing scores file means a finished split.
+The grid runner calls it per split; ``python -m doit.eval predict`` and ``score`` run its two
+halves (``load_split_items`` + ``predict_split``, then ``score_file``) as separate commands.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from doit.io import read_jsonl, write_json
+
+
+@dataclass
+class Model:
+    """A model to predict with: ``doit.models.load_for_inference``'s arguments, loaded on the
+    first ``load()`` and kept, so the splits of one checkpoint share one load."""
+
+    path: str  # model directory (a full model, or the adapter's base)
+    adapter: str | None = None  # PEFT adapter directory
+    dtype: str = "auto"  # auto | bf16 | fp16 | fp32
+    chat_format: str | None = None  # doit | native: render an untuned base as fine-tuning will
+    seed: int = 0  # fine-tuning's seed: initialises speaker-token rows added to an untuned base
+    _loaded: tuple | None = field(default=None, init=False, repr=False)
+
+    def load(self) -> tuple[Any, Any]:
+        """(model, tokenizer), loaded on the first call."""
+        if self._loaded is None:
+            from doit.models import load_for_inference
+
+            self._loaded = load_for_inference(
+                str(self.path), self.adapter, self.dtype, self.chat_format, self.seed
+            )
+        return self._loaded
+
+
+def output_paths(folder: str | Path, split: str) -> tuple[Path, Path]:
+    """(``<split>.pred.jsonl``, ``<split>.scores.json``) in ``folder``; the rules file lies
+    beside the predictions (``doit.eval.predict.rules_path``)."""
+    return Path(folder) / f"{split}.pred.jsonl", Path(folder) / f"{split}.scores.json"
+
+
+def load_split_items(data_dir, split: str, abilities=None, ood: bool = True) -> list[dict]:
+    """The items to evaluate: ``abilities`` (keys, or a comma-separated string; default all)
+    of ``split``; ``ood`` adds the C-Eval sets to whatever ``abilities`` names, and a C-Eval
+    set named in ``abilities`` is loaded without it."""
+    from doit.data import abilities as ab
+    from doit.data.load import load_items
+
+    keys = list(ab.parse_keys(abilities))
+    if keys and ood:
+        keys += [k for k in ab.OOD_KEYS if k not in keys]
+    ood = ood or any(k in ab.OOD_KEYS for k in keys)
+    return load_items(data_dir, split, abilities=keys or None, ood=ood)
+
+
+def predict_split(
+    model: Model, items: list[dict], predictions, budgets=None, batch_size: int = 16
+) -> dict:
+    """Predict ``items`` into ``predictions`` (and its rules file beside it); the rules.
+    Budgets are checked before the model loads."""
+    from doit.eval import predict
+
+    limits = predict.budgets(budgets)
+    loaded, tokenizer = model.load()
+    return predict.predict_to(
+        predictions, loaded, tokenizer, items, batch_size, limits, model.chat_format
+    )
+
+
+def evaluate(
+    model: Model | str | Path,
+    data_dir,
+    split: str,
+    budgets: dict[str, int] | None = None,
+    *,
+    folder: str | Path | None = None,
+    predictions: str | Path | None = None,
+    scores: str | Path | None = None,
+    batch_size: int = 16,
+    abilities=None,
+    ood: bool = True,
+    math: str = "paper",
+    ties: str = "correct",
+    allow_missing: bool = False,
+) -> dict[str, Any]:
+    """Predict and score ``split`` of ``data_dir`` with ``model`` (a directory, or a ``Model``
+    to share one load); returns SCORES.json's content. Files go to ``predictions`` and
+    ``scores``, by default ``<split>.pred.jsonl`` and ``<split>.scores.json`` in ``folder``.
+    ``budgets``: max_new_tokens per generated kind (default: each kind's)."""
+    from doit.eval.score import score_file
+
+    if folder is None and (predictions is None or scores is None):
+        raise ValueError("evaluate: give a folder, or both the predictions and scores paths")
+    default_pred, default_scores = output_paths(folder or ".", split)
+    predictions, scores = Path(predictions or default_pred), Path(scores or default_scores)
+    model = model if isinstance(model, Model) else Model(str(model))
+    started = time.perf_counter()
+    items = load_split_items(data_dir, split, abilities, ood)
+    predict_split(model, items, predictions, budgets, batch_size)
+    result = score_file(items, predictions, math, ties, allow_missing)
+    result["eval_s"] = round(time.perf_counter() - started, 3)
+    result["n_no_output"] = no_output(predictions, result["items"])
+    write_json(scores, result)
+    return result
+
+
+def no_output(predictions, rows: list[dict]) -> dict[str, int]:
+    """Per ability, items whose prediction is an error (a prompt longer than the context)."""
+    failed = {(p["type"], p["idx"]) for _, p in read_jsonl(predictions) if p.get("error")}
+    out: dict[str, int] = {}
+    for r in rows:
+        if (r["type"], r["idx"]) in failed:
+            out[r["ability"]] = out.get(r["ability"], 0) + 1
+    return out
