@@ -199,3 +199,67 @@ def test_yaml_values_and_the_same_flags_parse_alike(tmp_path):
     from_flags = parse_args(["--config", str(MICRO_SFT), *flags, *argv]).to_dict()
     assert from_yaml == from_flags
     assert from_yaml["training"]["learning_rate"] == cfg["learning_rate"]
+
+
+# --- 7, 9. predictions are checked where they are read, naming file:line:field ------------------
+def predictions_file(tmp_path, lines: list[str]) -> Path:
+    path = tmp_path / "pred.jsonl"
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def score(pred: Path, capsys) -> tuple[int, str]:
+    from doit.eval.cli import main
+
+    argv = ["score", str(pred), "--data", str(FIXTURE), "--split", "test", "--out",
+            str(pred.with_suffix(".scores.json"))]  # fmt: skip
+    code = exit_code(main, argv)
+    return code, capsys.readouterr().err
+
+
+def first_items():
+    from doit.data.load import load_items
+
+    items = load_items(FIXTURE, "test")
+    return next(i for i in items if i["answer_kind"] == "mc"), next(
+        i for i in items if i["answer_kind"] == "open"
+    )
+
+
+def line_of(item, **fields) -> str:
+    import json
+
+    rec = {"type": item["type"], "idx": item["idx"], "question_format": item["question_format"],
+           "answer_kind": item["answer_kind"], "prediction": "", **fields}  # fmt: skip
+    return json.dumps(rec, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"choice_ppl": ["1.0", "2.0", "3.0"]}, "choice_ppl"),
+        ({"letter_logits": "A"}, "letter_logits"),
+        ({"prediction": 3}, "prediction"),
+        ({"idx": [1]}, "idx"),
+    ],
+)
+def test_a_wrong_typed_prediction_field_is_located(bad, field, tmp_path, capsys):
+    mc, _ = first_items()
+    code, err = score(predictions_file(tmp_path, ["", line_of(mc, **bad)]), capsys)
+    assert code == 2 and f"pred.jsonl:2: {field}:" in err
+
+
+def test_a_prediction_that_is_not_an_object_is_located(tmp_path, capsys):
+    code, err = score(predictions_file(tmp_path, ["3"]), capsys)
+    assert code == 2 and "pred.jsonl:1:" in err
+
+
+def test_an_empty_predictions_file_is_an_error(tmp_path, capsys):
+    code, err = score(predictions_file(tmp_path, []), capsys)
+    assert code == 2 and "no predictions" in err
+
+
+def test_a_repeated_prediction_names_both_real_lines_after_blank_lines(tmp_path, capsys):
+    mc, _ = first_items()
+    code, err = score(predictions_file(tmp_path, ["", line_of(mc), "", "", line_of(mc)]), capsys)
+    assert code == 2 and "pred.jsonl:5:" in err and "repeats line 2" in err

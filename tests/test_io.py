@@ -113,6 +113,6 @@ def test_predictions_with_unicode_separators_round_trip_through_score(tmp_path):
     from doit.eval.score import read_predictions
     from doit.io import write_jsonl
 
-    preds = [{"type": "biology", "idx": 0, "prediction": "A\u2028B"}]
+    preds = [{"type": "biology", "idx": 0, "answer_kind": "mc", "prediction": "A\u2028B"}]
     write_jsonl(tmp_path / "pred.jsonl", preds)
-    assert read_predictions(tmp_path / "pred.jsonl") == preds
+    assert [p for _, p in read_predictions(tmp_path / "pred.jsonl")] == preds

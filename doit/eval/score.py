@@ -97,11 +97,13 @@ def _mean_if_complete(abilities: dict, keys: tuple[str, ...]) -> float | None:
     return sum(scores) / len(scores)
 
 
-def match_predictions(items: list[dict], preds: list[dict], source: str) -> dict:
-    """{(type, idx): (line, prediction)}; an unknown or repeated key is a located error."""
+def match_predictions(items: list[dict], preds: list, source: str) -> dict:
+    """{(type, idx): (line, prediction)}; an unknown or repeated key is a located error.
+    ``preds``: prediction dicts, or (line, prediction) pairs as `read_predictions` gives."""
     by_key = {(it["type"], it["idx"]) for it in items}
     found: dict = {}
-    for line, pred in enumerate(preds, start=1):
+    for n, entry in enumerate(preds, start=1):
+        line, pred = entry if isinstance(entry, tuple) else (n, entry)
         key = (ab.item_type(pred.get("type", "")), pred.get("idx"))
         if key not in by_key:
             raise ValueError(f"{source}:{line}: type/idx: {key} matches no item of the data split")
@@ -163,5 +165,48 @@ def score_file(items: list[dict], predictions, math="paper", ties="correct", all
     return result
 
 
-def read_predictions(path) -> list[dict]:
-    return [rec for _, rec in read_jsonl(path)]
+def read_predictions(path) -> list[tuple[int, dict]]:
+    """(line, prediction) of every line of a PRED.jsonl, each checked against the predictions
+    contract (`check_prediction`); an empty file is an error."""
+    out = []
+    for line, rec in read_jsonl(path):
+        check_prediction(rec, f"{path}:{line}")
+        out.append((line, rec))
+    if not out:
+        raise ValueError(f"{path}: no predictions (an empty predictions file)")
+    return out
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+# The predictions contract (doit.eval.predict's docstring): each field's check and what it says.
+PREDICTION_FIELDS = {
+    "type": (lambda v: isinstance(v, str), "a string"),
+    "idx": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "question_format": (lambda v: v in (0, 1), "0 or 1"),
+    "answer_kind": (lambda v: v in ab.ANSWER_KINDS, f"one of {', '.join(ab.ANSWER_KINDS)}"),
+    "prediction": (lambda v: isinstance(v, str), "a string"),
+    "max_new_tokens": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "hit_budget": (lambda v: isinstance(v, bool), "true or false"),
+    "letter_logits": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and _number(x)
+                      for k, x in v.items()), "a mapping of option letters to numbers"),
+    "choice_ppl": (lambda v: isinstance(v, list) and v and all(_number(x) for x in v),
+                   "a non-empty list of numbers"),
+    "error": (lambda v: isinstance(v, str), "a string"),
+}  # fmt: skip
+REQUIRED_FIELDS = ("type", "idx")
+
+
+def check_prediction(rec, where: str) -> None:
+    """Raise ValueError naming ``where`` (file:line) and the field when ``rec`` breaks the
+    predictions contract (unknown fields are allowed: later versions may add some)."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    for key in REQUIRED_FIELDS:
+        if key not in rec:
+            raise ValueError(f"{where}: {key}: missing")
+    for key, (ok, what) in PREDICTION_FIELDS.items():
+        if key in rec and rec[key] is not None and not ok(rec[key]):
+            raise ValueError(f"{where}: {key}: expected {what}, got {rec[key]!r}")
