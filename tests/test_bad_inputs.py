@@ -263,3 +263,25 @@ def test_a_repeated_prediction_names_both_real_lines_after_blank_lines(tmp_path,
     mc, _ = first_items()
     code, err = score(predictions_file(tmp_path, ["", line_of(mc), "", "", line_of(mc)]), capsys)
     assert code == 2 and "pred.jsonl:5:" in err and "repeats line 2" in err
+
+
+# --- 6 (evaluation). predicting on data that is not there ---------------------------------------
+def test_predict_on_a_missing_corpus_writes_nothing_and_exits_2(tmp_path, capsys):
+    from doit.eval.cli import main
+
+    out = tmp_path / "p.jsonl"
+    argv = ["predict", "--model", str(tmp_path), "--data", str(tmp_path / "nowhere"), "--out",
+            str(out)]  # fmt: skip
+    assert exit_code(main, argv) == 2 and "no items" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_predict_names_an_ability_the_data_lacks(tmp_path, capsys):
+    from doit.data.schema import DataError
+    from doit.eval.evaluate import load_split_items
+
+    data_dir = write_pool(tmp_path / "c", uniform(3))
+    (data_dir / "curated" / "test" / "ethics_test.json").unlink()
+    with pytest.raises(DataError, match="ethics"):
+        load_split_items(data_dir, "test", abilities="ethics,math")
+    assert {it["ability"] for it in load_split_items(data_dir, "test")} >= {"math"}

@@ -10,12 +10,15 @@ halves (``load_split_items`` + ``predict_split``, then ``score_file``) as separa
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from doit.io import read_jsonl, write_json
+
+log = logging.getLogger("doit.eval")
 
 
 @dataclass
@@ -54,11 +57,20 @@ def load_split_items(data_dir, split: str, abilities=None, ood: bool = True) -> 
     from doit.data import abilities as ab
     from doit.data.load import load_items
 
-    keys = list(ab.parse_keys(abilities))
-    if keys and ood:
-        keys += [k for k in ab.OOD_KEYS if k not in keys]
+    named = list(ab.parse_keys(abilities))
+    keys = named + [k for k in ab.OOD_KEYS if k not in named] if named and ood else named
     ood = ood or any(k in ab.OOD_KEYS for k in keys)
-    return load_items(data_dir, split, abilities=keys or None, ood=ood)
+    items = load_items(data_dir, split, abilities=keys or None, ood=ood)
+    lacking = sorted(set(named or ab.ABILITY_KEYS) - {it["ability"] for it in items})
+    if lacking and named:
+        from doit.data.schema import DataError, Problem
+
+        raise DataError([Problem(str(data_dir), 0, "abilities", f"{split} has no items for "
+                                 f"{', '.join(lacking)}, which --abilities names")])  # fmt: skip
+    if lacking:
+        log.warning("%s: the %s split has no items for %s (scored without them)", data_dir,
+                    split, ", ".join(lacking))  # fmt: skip
+    return items
 
 
 def predict_split(
