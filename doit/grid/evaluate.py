@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from doit import faults
+from doit.grid.spec import Grid
 from doit.io import read_json, write_json
 from doit.train import rundir
 
@@ -35,9 +36,10 @@ def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, P
     return out
 
 
-def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=None,
+def score_model(model_dir, folder: Path, doit_dir: str, grid: Grid, chat_format=None,
                 seed: int = 0) -> dict[str, dict]:  # fmt: skip
-    """{split: scores.json} for one model, predicting only the splits not yet scored."""
+    """{split: scores.json} for one model, predicting only the splits not yet scored (the
+    grid's ``eval_batch_size`` and ``max_new_tokens``)."""
     from doit.data.load import load_items
     from doit.eval import predict
     from doit.eval.score import score_file
@@ -53,8 +55,8 @@ def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=
                                                       seed=seed)  # fmt: skip
             items = load_items(doit_dir, split, ood=split == "test")
             pred = folder / f"{split}.pred.jsonl"
-            predict.predict_to(pred, model, tokenizer, items, grid["eval_batch_size"],
-                               predict.budgets(grid["max_new_tokens"]), chat_format)  # fmt: skip
+            predict.predict_to(pred, model, tokenizer, items, grid.eval_batch_size,
+                               predict.budgets(grid.max_new_tokens), chat_format)  # fmt: skip
             result = score_file(items, pred)
             result["eval_s"] = round(time.perf_counter() - started, 3)
             result["n_no_output"] = no_output(pred, result["items"])
@@ -76,19 +78,20 @@ def no_output(predictions: Path, rows: list[dict]) -> dict[str, int]:
     return out
 
 
-def score_benchmarks(model_dir, folder: Path, benchmarks: list[dict], cell_id: str) -> dict:
-    """{split name: BENCH.json} for the benchmarks whose ``cells`` pattern matches the cell."""
+def score_benchmarks(model_dir, folder: Path, benchmarks, cell_id: str) -> dict:
+    """{split name: BENCH.json} for the benchmarks (`spec.Benchmark`) whose ``cells`` pattern
+    matches the cell."""
     from doit.eval.public_bench import letter_tokens, make_lm, run_bench
 
     out, lm = {}, None
     for b in benchmarks:
-        if not fnmatch.fnmatch(cell_id, b["cells"]):
+        if not fnmatch.fnmatch(cell_id, b.cells):
             continue
-        split = b["name"] if not b["shots"] else f"{b['name']}-{b['shots']}shot"
+        split = b.name if not b.shots else f"{b.name}-{b.shots}shot"
         path = folder / f"{split}.bench.json"
         if not path.is_file():
             lm = lm or make_lm(str(model_dir))
-            result = run_bench(lm, b["data_dir"], [b["name"]], [b["shots"]],
+            result = run_bench(lm, b.data_dir, [b.name], [b.shots],
                                model=str(model_dir), letter_tokens=letter_tokens(lm))  # fmt: skip
             write_json(path, result)
         out[split] = read_json(path)
