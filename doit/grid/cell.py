@@ -54,7 +54,9 @@ def run_cell(study, cell_id: str, launch: dict | None = None) -> None:
         return
     if cell.kind == "pretrain":
         pretrain(cell, grid, launch)
-        pretraining.write_row(study, pretraining.row(cell.id, cell.base, rundir.read_done(cell.path)))
+        pretraining.write_row(
+            study, pretraining.row(cell.id, cell.base, rundir.read_done(cell.path))
+        )
         return
     if cell.needs and not is_done(study, plan.cell(cell.needs)):
         raise CellError(f"its base is not pretrained yet (cell {cell.needs})")

@@ -71,7 +71,9 @@ def read_pretraining(path) -> pd.DataFrame:
         read = pd.read_csv if path.suffix == ".csv" else pd.read_parquet
         df = _validate(read(path), str(path))
     else:
-        raise PretrainingError(f"{path}: no such study folder or pretraining table (.csv, .parquet)")
+        raise PretrainingError(
+            f"{path}: no such study folder or pretraining table (.csv, .parquet)"
+        )
     dup = df["cell"].duplicated(keep=False)
     if dup.any():
         raise PretrainingError(f"{path}: cell {df.loc[dup, 'cell'].iloc[0]} has several rows")

@@ -380,15 +380,13 @@ def planned_schedule(cfg: dict, n_train: int, world_size: int = 1) -> dict:
 
     from trl import SFTConfig
 
-    def value(cls, key: str):
-        given = cfg.get(key)
-        return given if given is not None else {f.name: f for f in dataclasses.fields(cls)}[key].default
-
-    run = DoitTrainArguments(**{f.name: cfg[f.name] for f in dataclasses.fields(DoitTrainArguments)
-                                if cfg.get(f.name) is not None})  # fmt: skip
+    run_keys = {f.name for f in dataclasses.fields(DoitTrainArguments)}
+    run = DoitTrainArguments(**{k: v for k, v in cfg.items() if k in run_keys and v is not None})
+    defaults = {f.name: f.default for f in dataclasses.fields(SFTConfig)}
     keys = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
             "max_steps")  # fmt: skip
-    training = SimpleNamespace(world_size=world_size, **{k: value(SFTConfig, k) for k in keys})
+    given = {k: defaults[k] if cfg.get(k) is None else cfg[k] for k in keys}
+    training = SimpleNamespace(world_size=world_size, **given)
     if run.global_batch_size is not None:
         training.gradient_accumulation_steps = accumulation_steps(
             run.global_batch_size, training.per_device_train_batch_size, world_size
