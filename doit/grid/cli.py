@@ -46,8 +46,10 @@ def cell_table(cells: list[Cell]) -> str:
             f"{_n(c.est_steps):>6} {'?' if est is None else f'{est / 60:.1f}':>8}"
         )
     known = [c.est_s for c in cells if c.est_s is not None]
-    lines.append(f"estimated training time of the cells with an estimate: {sum(known) / 60:.0f} min "
-                 "(scoring comes on top; bases' s_per_step sets the estimate)")  # fmt: skip
+    if any(c.kind != "pretrain" for c in cells):  # pretraining has no estimate
+        lines.append(f"estimated training time of the cells with an estimate: "
+                     f"{sum(known) / 60:.0f} min (scoring comes on top; bases' s_per_step sets "
+                     "the estimate)")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -217,12 +217,13 @@ def parse_grid(raw, path: Path, files: bool = True) -> Grid:
             if k in raw:
                 c.fail(k, "only fine-tuning cells use it, and this grid has none (no data, sft "
                        "or max_new_tokens): a pretraining-only grid (pretrain_seed: its seeds)")  # fmt: skip
-    fields = {k: parse(c, raw[k]) for k, (_, parse) in OPTIONAL.items() if k in raw}
-    fields = {OPTIONAL[k][0]: v for k, v in fields.items()}
+    fields = {name: parse(c, raw[k]) for k, (name, parse) in OPTIONAL.items() if k in raw}
     if given and fields.get("pretrain_seeds") is not None:
         c.fail("pretrain_seed", "only a pretraining-only grid (no data, sft or max_new_tokens) "
                "has a pretraining seed axis")  # fmt: skip
-    bases = tuple(_base(c, i, b, raw) for i, b in enumerate(_list(c, "bases", raw["bases"])))
+    shape = {"seeded": fields.get("pretrain_seeds") is not None, "pretraining_only": not given,
+             "bases_dir": fields.get("bases_dir")}  # fmt: skip
+    bases = tuple(_base(c, i, b, **shape) for i, b in enumerate(_list(c, "bases", raw["bases"])))
     names = [b.name for b in bases]
     if len(set(names)) != len(names):
         c.fail("bases", f"base names repeat: {names}")
@@ -243,7 +244,7 @@ def _list(c: _Check, key: str, value) -> list:
     return value
 
 
-def _base(c: _Check, i: int, raw, grid: dict) -> Base:
+def _base(c: _Check, i: int, raw, seeded: bool, pretraining_only: bool, bases_dir) -> Base:
     key = f"bases[{i}]"
     raw = c.mapping(key, raw, BASE_KEYS)
     for k in ("name", "arch", "path"):
@@ -261,21 +262,21 @@ def _base(c: _Check, i: int, raw, grid: dict) -> Base:
         c.choice(f"{key}.chat_format", fields["chat_format"], CHAT_FORMATS)
     if "sft_config" in fields:
         c.file(f"{key}.sft_config", fields["sft_config"])
-    _check_seed_axis(c, key, fields, grid)
+    _check_seed_axis(c, key, fields, seeded, pretraining_only)
     if "params" not in fields and "pretrain" not in fields:
         c.fail(f"{key}.params", "required for a base that is not pretrained by the grid "
                "(its non-embedding parameter count)")  # fmt: skip
-    if grid.get("bases_dir"):
-        fields["path"] = str(Path(grid["bases_dir"]) / fields["path"])
+    if bases_dir:
+        fields["path"] = str(Path(bases_dir) / fields["path"])
     return Base(**fields)
 
 
-def _check_seed_axis(c: _Check, key: str, fields: dict, grid: dict) -> None:
+def _check_seed_axis(c: _Check, key: str, fields: dict, seeded: bool, pretraining_only: bool):
     """Under pretrain_seed every base is pretrained per seed, each into its own directory."""
-    if grid.get("pretrain_seed") is None:
+    if not seeded:
         if SEED in fields["path"]:
             c.fail(f"{key}.path", f"{SEED} is filled in from pretrain_seed, which is not set")
-        if not grid.get("data") and "pretrain" not in fields:
+        if pretraining_only and "pretrain" not in fields:
             c.fail(f"{key}.pretrain", "required in a pretraining-only grid (no data, sft or "
                    "max_new_tokens): it builds its bases and nothing else")  # fmt: skip
         return
