@@ -12,6 +12,7 @@ from doit.grid.plan import expand, write_plan
 from doit.grid.pretraining import COLUMNS, PretrainingError, shard_path
 from doit.grid.runner import run_study
 from doit.grid.spec import GridError, load_grid, parse_sets
+from doit.grid.table import print_table
 from doit.io import read_json
 from tests.grid.conftest import write_grid
 
@@ -65,7 +66,7 @@ def test_bad_pretraining_grids_name_the_key(tmp_path, keys, where):
         parse_sets(["pretrain_seed"])
 
 
-def test_a_ladder_run_tables_each_base_once_and_a_rerun_trains_nothing(tmp_path, micro_dir):
+def test_a_ladder_run_tables_each_base_once_and_a_rerun_trains_nothing(tmp_path, micro_dir, capsys):
     text = tmp_path / "text.txt"
     lines = (micro_dir / "pretrain" / "train.txt").read_text(encoding="utf-8").splitlines()
     text.write_text("\n".join(lines[:200]) + "\n", encoding="utf-8")
@@ -92,6 +93,9 @@ def test_a_ladder_run_tables_each_base_once_and_a_rerun_trains_nothing(tmp_path,
     assert run_study(study) == {cells[0].id: "done"}
     assert (tmp_path / "bases" / "vanilla_xs" / "seed3" / "metrics.jsonl").read_text() == metrics
     pd.testing.assert_frame_equal(read_pretraining(study), df)
+    assert print_table(study) == 0  # `doit grid table`: a pretraining-only study's table
+    out = capsys.readouterr().out
+    assert "final validation loss" in out and "vanilla_xs" in out and "svformer_xs" in out
 
 
 def test_the_pretraining_table_is_validated_where_read(tmp_path):
