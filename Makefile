@@ -10,6 +10,7 @@ export TOKENIZERS_PARALLELISM := false
 DEMO_DIR ?= data/generated/micro
 SEEDS ?= 0
 LADDER_DIR ?= runs/ladder
+LADDER_STUDY ?= $(LADDER_DIR)/study
 DEMO_GRID ?= recipes/grids/demo.yaml
 DEMO_STUDY ?= runs/study/demo
 
@@ -47,10 +48,17 @@ test: $(VENV)/.installed check-cxx
 test-fast: $(VENV)/.installed check-cxx
 	$(PY) -m pytest -q -m "not slow" --durations=10
 
-# Pretrain the micro base ladder (vanilla/resformer/svformer x sizes xs, s, l) and compare them.
+# Pretrain the micro base ladder (vanilla/resformer/svformer x sizes xs, s, l: the grid
+# recipes/grids/ladder.yaml, seeds SEEDS, bases in LADDER_DIR/<arch>_<size>/seed<k>) and compare them.
+comma := ,
+empty :=
+space := $(empty) $(empty)
 ladder: $(VENV)/.installed check-cxx
 	test -f $(DEMO_DIR)/pretrain/train.txt || $(PY) -m doit.data micro --out $(DEMO_DIR)
-	$(PY) -m doit.train.ladder --out $(LADDER_DIR) --seeds $(SEEDS) --jobs 2 --threads 1 -- --micro_dir $(DEMO_DIR)
+	$(PY) -m doit.grid plan recipes/grids/ladder.yaml --out $(LADDER_STUDY) --replan \
+	  --set doit_dir=$(DEMO_DIR) --set bases_dir=$(LADDER_DIR) \
+	  --set "pretrain_seed=[$(subst $(space),$(comma),$(strip $(SEEDS)))]"
+	$(PY) -m doit.grid run $(LADDER_STUDY) --max-parallel 2 --threads 1
 	$(PY) studies/value_residual_micro.py $(LADDER_DIR) --out $(LADDER_DIR)/analysis
 
 lint: $(VENV)/.installed

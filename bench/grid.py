@@ -16,7 +16,7 @@ plus its ``eval_s`` summed over its scored (epoch, split), which the table repea
 ability row). Throughput = cells per minute of wall time; the in-process run is the 1 x 2 run.
 Only the data cells run (``--cells``; the untuned n = 0 cells the plan adds are left out).
 A missing corpus is built (``python -m doit.data micro``), a missing base pretrained for a
-quarter epoch (vanilla_xs). Full: n = 4, 16 x seeds 0, 1 (4 cells, about 10 minutes on
+quarter epoch (xs.yaml, vanilla). Full: n = 4, 16 x seeds 0, 1 (4 cells, about 10 minutes on
 2 cores); ``--quick``: n = 4 x seeds 0, 1 (2 cells, about 4 minutes). The 1-minute load
 average at each mode's start is printed: other processes on the machine distort the numbers.
 """
@@ -41,7 +41,7 @@ from doit.io import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 SFT = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
-PRETRAIN = REPO / "recipes" / "configs" / "pretrain" / "vanilla_xs.yaml"
+PRETRAIN = REPO / "recipes" / "configs" / "pretrain" / "xs.yaml"
 DATA_CELLS = "*-n00[0-9][!0]-*"  # n = 1..99 per ability: the fine-tuned cells, not n = 0
 BUDGETS = {"mc": 8, "tf": 8, "multiselect": 8, "cloze": 16, "math": 48}
 OVERRIDES = {"num_train_epochs": 2, "min_steps": 0, "disable_tqdm": True}
@@ -96,7 +96,7 @@ def plan(grid: Path, study: Path, work: Path) -> list[str]:
     """Plan ``grid`` into a fresh ``study``; returns the ids of the cells the bench runs."""
     shutil.rmtree(study, ignore_errors=True)
     call(["-m", "doit.grid", "plan", str(grid), "--out", str(study)], 1, work, work / "log")
-    return [c["id"] for c in read_plan(study)["cells"] if fnmatch(c["id"], DATA_CELLS)]
+    return [c.id for c in read_plan(study).cells if fnmatch(c.id, DATA_CELLS)]
 
 
 def run_mode(mode: str, grid: Path, work: Path, threads: int) -> dict:

@@ -85,12 +85,12 @@ def fresh(grid: Path, work: Path, name: str) -> tuple[Path, Path]:
 
 def left_behind(study: Path) -> str:
     """What a kill left: shards, temporary files, and the progress of the cell it hit."""
-    cells = read_plan(study)["cells"]
+    cells = read_plan(study).cells
     shards = [len(list((study / d).glob("*.parquet"))) for d in (RESULTS_DIR, ITEMS_DIR)]
     tmp = len(list(study.rglob("*.tmp"))) + len(list(study.rglob("*.tmp.*")))
-    hit = [c["id"] for c in cells
-           if '"running"' in _text(study / "cells" / c["id"] / "status.json")
-           and not (study / RESULTS_DIR / f"{c['id']}.parquet").is_file()]  # fmt: skip
+    hit = [c.id for c in cells
+           if '"running"' in _text(study / "cells" / c.id / "status.json")
+           and not (study / RESULTS_DIR / f"{c.id}.parquet").is_file()]  # fmt: skip
     where = "; ".join(f"{cid.split('-')[1]}: {_progress(study / 'cells' / cid)}" for cid in hit)
     return (f"results {shards[0]}/{len(cells)} items {shards[1]}/{len(cells)} tmp {tmp}"
             f" | {where or 'no cell running'}")  # fmt: skip

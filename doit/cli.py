@@ -1,12 +1,12 @@
 """The `doit` command: one front door to every stage (``python -m doit`` is the same).
 
     doit data micro --out data/generated/micro      the corpus model (= python -m doit.data)
-    doit pretrain --config recipes/configs/pretrain/vanilla_xs.yaml --output_dir runs/base
-    doit ladder --out runs/ladder                   the micro base ladder
+    doit pretrain --config recipes/configs/pretrain/xs.yaml --output_dir runs/base
     doit sft --config recipes/configs/sft/micro/full.yaml ...   fine-tuning (= recipes/sft.py)
     doit eval predict|score|bench ...               evaluation (= python -m doit.eval)
     doit analysis run STUDY --out DIR               scaling analysis (= python -m doit.analysis)
-    doit grid plan|run|status ...                   a scaling study (= python -m doit.grid)
+    doit grid plan|run|status|table ...             a scaling study, or the base ladder
+                                                    (recipes/grids/ladder.yaml; = python -m doit.grid)
 
 ``doit COMMAND --help`` lists a command's options.
 """
@@ -18,8 +18,7 @@ import sys
 
 COMMANDS = {
     "data": ("doit.data.cli", "validate, stats, split, curate, subset, mix, micro"),
-    "pretrain": ("doit.train.pretrain", "train a base from scratch (the micro ladder's cells)"),
-    "ladder": ("doit.train.ladder", "pretrain the micro base ladder and compare architectures"),
+    "pretrain": ("doit.train.pretrain", "train a base from scratch (a grid's pretraining cells)"),
     "sft": ("doit.train.sft", "fine-tune a base on a DoIT cell, subset or mix"),
     "eval": ("doit.eval.cli", "predict, score, and public benchmarks"),
     "analysis": ("doit.analysis.cli", "scaling fits, features, predictions, figures, report"),

@@ -1,21 +1,23 @@
 """Pretrain a Llama / ResFormer / SVFormer base from scratch (the value-residual micro ladder).
 
-# One cell of the micro ladder on CPU (build the corpus first)
+# One base of the micro ladder on CPU (build the corpus first): a size's config, the
+# architecture as an override
 ```bash
 python -m doit.data micro --out data/generated/micro
-python recipes/pretrain.py --config recipes/configs/pretrain/resformer_xs.yaml \
+python recipes/pretrain.py --config recipes/configs/pretrain/xs.yaml --value_mode resformer \
     --output_dir runs/pretrain/resformer_xs/seed0 --seed 0
 ```
 
-# The whole ladder, every (arch, size, seed) cell in one process, finished cells skipped
+# The whole ladder (recipes/grids/ladder.yaml through doit.grid: every arch, size and seed,
+# finished bases skipped), then its analysis
 ```bash
-python -m doit.train.ladder --out runs/ladder --seeds 0 1 2
+make ladder SEEDS="0 1 2"
 python studies/value_residual_micro.py runs/ladder --out runs/ladder/analysis
 ```
 
 # Another corpus (text: a document a line; JSONL: a "text" field) and tokenizer, two CPU ranks
 ```bash
-deepspeed --num_gpus 2 recipes/pretrain.py --config recipes/configs/pretrain/vanilla_m.yaml \
+deepspeed --num_gpus 2 recipes/pretrain.py --config recipes/configs/pretrain/m.yaml \
     --train_file corpus/train.jsonl --valid_file corpus/valid.jsonl \
     --tokenizer_path corpus/tokenizer --deepspeed recipes/deepspeed/zero3.json \
     --output_dir runs/pretrain/custom

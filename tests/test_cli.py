@@ -78,7 +78,7 @@ def test_readme_micro_path_through_the_console_script(tmp_path):
 
     micro, base, sft = tmp_path / "micro", tmp_path / "base", tmp_path / "sft"
     doit("data", "micro", "--out", micro)
-    doit("pretrain", "--config", REPO / "recipes/configs/pretrain/vanilla_xs.yaml",
+    doit("pretrain", "--config", REPO / "recipes/configs/pretrain/xs.yaml",
          "--micro_dir", micro, "--output_dir", base, "--max_steps", 20, "--eval_steps", 20)  # fmt: skip
     doit("sft", "--config", REPO / "recipes/configs/sft/micro/full.yaml",
          "--model_name_or_path", base, "--doit_dir", micro, "--per_ability", 4,

@@ -153,15 +153,16 @@ OUTPUT_FLAG = re.compile(r"--output_dir +([\w./-]+)")
 
 def _created_dirs() -> set[str]:
     """Directories a documented command writes a model to: every ``--output_dir`` in the docs,
-    the pretraining configs' ``output_dir`` and `make ladder`'s cells (``$(LADDER_DIR)``)."""
-    from doit.train.ladder import ARCHS, CONFIG_DIR, DEFAULT_SIZES, cells
+    the pretraining configs' ``output_dir`` and `make ladder`'s bases (recipes/grids/ladder.yaml
+    under ``$(LADDER_DIR)``, seed 0)."""
+    from doit.grid.spec import load_grid
 
     out = {d for doc in COMMAND_DOCS for d in OUTPUT_FLAG.findall(doc.read_text(encoding="utf-8"))}
     for config in (RECIPES / "configs" / "pretrain").glob("*.yaml"):
         out.add(yaml.safe_load(config.read_text())["output_dir"])
     ladder_dir = re.search(r"^LADDER_DIR \?= (\S+)$", (REPO / "Makefile").read_text(), re.M)[1]
-    with_configs = {"config_dir": REPO / CONFIG_DIR, "out": ladder_dir}
-    out |= {c["run_dir"] for c in cells(ARCHS, DEFAULT_SIZES, [0], **with_configs)}
+    ladder = load_grid(RECIPES / "grids" / "ladder.yaml", {"bases_dir": ladder_dir})
+    out |= {b.at_seed(0).path for b in ladder.bases}
     return out
 
 

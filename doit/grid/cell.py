@@ -3,7 +3,8 @@
 `run_cell(study, cell_id)` is what every backend calls (in this process, in a subprocess
 worker `python -m doit.grid run-cell`, or in a Slurm task). It is idempotent: a finished
 step is read back (pretraining and fine-tuning DONE, scores files), an interrupted training
-run resumes from its last checkpoint, and the cell is done once its results shard exists.
+run resumes from its last checkpoint, and the cell is done once its rows exist (a scored
+cell's results shard; a pretraining cell's row in the pretraining table, beside its DONE).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pathlib import Path
 import pandas as pd
 
 from doit import faults
-from doit.grid import evaluate, results
-from doit.grid.plan import CELLS, read_plan
+from doit.grid import evaluate, pretraining, results
+from doit.grid.plan import CELLS, Cell, read_plan
+from doit.grid.spec import Base, Grid
 from doit.train import rundir
 
 
@@ -31,64 +33,75 @@ def cell_dir(study, cell_id: str) -> Path:
     return Path(study) / CELLS / cell_id
 
 
-def is_done(study, cell: dict) -> bool:
-    if cell["kind"] == "pretrain":
-        return rundir.is_done(cell["path"])
-    return results.shard_path(study, cell["id"]).is_file()
+def is_done(study, cell: Cell) -> bool:
+    if cell.kind == "pretrain":
+        return rundir.is_done(cell.path) and pretraining.shard_path(study, cell.id).is_file()
+    return results.shard_path(study, cell.id).is_file()
+
+
+def launch_keys(grid: Grid) -> dict:
+    """The grid's launch keys, as `train` and `pretrain` take them."""
+    return {"launcher": grid.launcher, "gpus": grid.gpus, "nodes": grid.nodes}
 
 
 def run_cell(study, cell_id: str, launch: dict | None = None) -> None:
     """Bring one cell to done. ``launch`` overrides the grid's launch keys (launcher, gpus,
     nodes) and adds a multi-node task's ``node_rank`` and ``master_addr``."""
     plan = read_plan(study)
-    cells = {c["id"]: c for c in plan["cells"]}
-    cell, grid = cells[cell_id], plan["grid"]
-    launch = {"launcher": grid.get("launcher", "inprocess"), "gpus": grid.get("gpus", 1),
-              "nodes": grid.get("nodes", 1), **(launch or {})}  # fmt: skip
+    cell, grid = plan.cell(cell_id), plan.grid
+    launch = {**launch_keys(grid), **(launch or {})}
     if is_done(study, cell):
         return
-    if cell["kind"] == "pretrain":
-        return pretrain(cell, grid, launch)
-    needs = cell.get("needs")
-    if needs and not is_done(study, cells[needs]):
-        raise CellError(f"its base is not pretrained yet (cell {needs})")
+    if cell.kind == "pretrain":
+        pretrain(cell, grid, launch)
+        pretraining.write_row(
+            study, pretraining.row(cell.id, cell.base, rundir.read_done(cell.path))
+        )
+        return
+    if cell.needs and not is_done(study, plan.cell(cell.needs)):
+        raise CellError(f"its base is not pretrained yet (cell {cell.needs})")
     folder = cell_dir(study, cell_id)
-    train_s = train(cell, folder, launch) if cell["kind"] == "sft" else None
+    train_s = train(cell, folder, launch) if cell.kind == "sft" else None
     rows, items = evaluate_cell(cell, grid, folder)
     for r in rows:
         r["train_s"] = train_s
     write_rows(study, cell_id, rows, items)
-    prune(cell, folder, grid.get("keep", "last"), rows)
+    prune(cell, folder, grid.keep, rows)
 
 
 # --- training ------------------------------------------------------------------------------------
-def pretrain(cell: dict, grid: dict, launch: dict) -> None:
-    """Pretrain a base the grid declares, then record what built it (`plan.BASE_IDENTITY`)."""
+def pretrain(cell: Cell, grid: Grid, launch: dict) -> None:
+    """Pretrain a base the grid declares (a finished one is read back) and record what built
+    it (`plan.BASE_IDENTITY`; a base built before the runner recorded that is left as it is)."""
     from doit.grid.plan import BASE_IDENTITY
     from doit.io import write_json
 
-    argv = ["--config", cell["config"], "--output_dir", cell["path"],
-            "--micro_dir", str(Path(grid["doit_dir"]).resolve())]  # fmt: skip
-    for key, value in cell["overrides"].items():
+    if rundir.is_done(cell.path):
+        return
+    argv = ["--config", cell.config, "--output_dir", cell.path,
+            "--micro_dir", str(Path(grid.doit_dir).resolve())]  # fmt: skip
+    for key, value in cell.overrides.items():
         argv += [f"--{key}", str(value)]
-    write_json(Path(cell["path"]) / BASE_IDENTITY, cell["identity"])  # before: a kill keeps it
-    if launch.get("launcher", "inprocess") == "inprocess":
+    write_json(Path(cell.path) / BASE_IDENTITY, cell.identity)  # before: a kill keeps it
+    if launch["launcher"] == "inprocess":
         from doit.train import pretrain as pt
 
         pt.run(pt.parse_args(argv))
     else:
         _subprocess([sys.executable, "-m", "doit", "pretrain", *argv],
-                    Path(cell["path"]).with_suffix(".log"))  # fmt: skip
+                    Path(cell.path).with_suffix(".log"))  # fmt: skip
+    if not rundir.is_done(cell.path):
+        raise CellError(f"pretraining ended without DONE in {cell.path}")
 
 
-def train(cell: dict, folder: Path, launch: dict) -> float:
+def train(cell: Cell, folder: Path, launch: dict) -> float:
     """Fine-tune (or read back a finished run); returns this call's wall seconds."""
     from doit.train.sft import run
     from doit.train.sft.args import parse_args
 
     started = time.perf_counter()  # after the imports: a process pays them once, not per cell
     config = str(folder / "sft.yaml")
-    launcher = launch.get("launcher", "inprocess")
+    launcher = launch["launcher"]
     if launcher == "inprocess":
         run(parse_args(["--config", config]))
     else:
@@ -145,57 +158,49 @@ def _subprocess(cmd: list[str], log: Path) -> None:
 
 
 # --- evaluation and rows -------------------------------------------------------------------------
-def evaluate_cell(cell: dict, grid: dict, folder: Path) -> tuple[list[dict], list[dict]]:
-    doit_dir = str(Path(grid["doit_dir"]).resolve())
+def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], list[dict]]:
+    doit_dir = str(Path(grid.doit_dir).resolve())
     run = folder / "run"  # read once: every row and checkpoint draws on them
     info = rundir.read_run_info(run) if (run / rundir.RUN_INFO).is_file() else {}
     metrics = rundir.read_metrics(run) if (run / rundir.METRICS).is_file() else []
-    common = cell_columns(cell, grid, info)
-    if cell["kind"] == "base":  # the untuned base, rendered as its fine-tuned cells train
-        base = grid_base(grid, cell["base"])
-        targets = [(0.0, 0, Path(base["path"]).resolve())]
-        kw = {"chat_format": base.get("chat_format", "doit"), "seed": cell["seed"]}
+    base = grid.base(cell.base)
+    common = cell_columns(cell, base, info)
+    if cell.kind == "base":  # the untuned base, rendered as its fine-tuned cells train
+        targets = [(0.0, 0, base.resolved)]
+        kw = {"chat_format": base.chat_format, "seed": cell.seed}
     else:
-        targets, kw = evaluate.checkpoints_to_score(folder / "run", grid.get("eval_epochs")), {}
+        targets, kw = evaluate.checkpoints_to_score(folder / "run", grid.eval_epochs), {}
     rows, items = [], []
-    budgets = {"eval_batch_size": grid.get("eval_batch_size", 16),
-               "max_new_tokens": grid["max_new_tokens"]}  # fmt: skip
     for epoch, step, model_dir in targets:
         where = folder / "eval" / f"e{epoch:g}-s{step}"
-        scored = evaluate.score_model(model_dir, where, doit_dir, budgets, **kw)
+        scored = evaluate.score_model(model_dir, where, doit_dir, grid, **kw)
         at = {"epoch": epoch, "step": step, **checkpoint_columns(metrics, step)}
         for split, scores in scored.items():
             r, i = evaluate.score_rows(split, scores)
             rows += [{**common, **at, **x} for x in r]
-            items += [{"cell": cell["id"], "epoch": epoch, **x} for x in i]
-        bench = evaluate.score_benchmarks(model_dir, where, grid.get("benchmarks") or [],
-                                          cell["id"])  # fmt: skip
+            items += [{"cell": cell.id, "epoch": epoch, **x} for x in i]
+        bench = evaluate.score_benchmarks(model_dir, where, grid.benchmarks, cell.id)
         for split, result in bench.items():
             rows += [{**common, **at, **x} for x in evaluate.benchmark_rows(split, result)]
     return [own_columns(r, info.get("data", {})) for r in rows], items
 
 
-def grid_base(grid: dict, name: str) -> dict:
-    return next(b for b in grid["bases"] if b["name"] == name)
-
-
-def cell_columns(cell: dict, grid: dict, info: dict) -> dict:
+def cell_columns(cell: Cell, base: Base, info: dict) -> dict:
     """The columns every row of the cell shares; ``info``: its run_info.json ({} untrained)."""
-    base = grid_base(grid, cell["base"])
-    params, total = base.get("params"), base.get("params_total")
+    params, total = base.params, base.params_total
     if params is None or total is None:  # a pretrained base: its counts from pretraining
-        end = rundir.read_done(Path(base["path"]).resolve()) or {}
+        end = rundir.read_done(base.resolved) or {}
         params = params or end.get("params_non_embedding")
         total = total or end.get("params_total")
     data = info.get("data", {})
-    return {"cell": cell["id"], "base": cell["base"], "arch": cell["arch"], "params": params,
-            "params_total": total, "construction": cell["construction"], "mix": cell["mix"],
-            "n_per_ability": cell["n_per_ability"],
+    return {"cell": cell.id, "base": cell.base, "arch": cell.arch, "params": params,
+            "params_total": total, "construction": cell.construction, "mix": cell.mix,
+            "n_per_ability": cell.n_per_ability,
             "n_total": sum(data.get("train_counts", {}).values()) if data else 0,
-            "seed": cell["seed"], "sample_seed": cell["sample_seed"],
-            "excluded_ability": cell["excluded_ability"],
+            "seed": cell.seed, "sample_seed": cell.sample_seed,
+            "excluded_ability": cell.excluded_ability,
             "schedule": info.get("config", {}).get("run", {}).get("schedule"),
-            "run_dir": str(Path(CELLS) / cell["id"] / "run") if data else None,
+            "run_dir": str(Path(CELLS) / cell.id / "run") if data else None,
             "data_manifest_sha": data.get("train_items_sha256")}  # fmt: skip
 
 
@@ -229,10 +234,10 @@ def write_rows(study, cell_id: str, rows: list[dict], items: list[dict]) -> None
     results.write_shard(study, cell_id, results.frame(rows))
 
 
-def prune(cell: dict, folder: Path, keep: str, rows: list[dict]) -> None:
+def prune(cell: Cell, folder: Path, keep: str, rows: list[dict]) -> None:
     """Checkpoint retention once the cell is scored: all | scored | best | last."""
     run = folder / "run"
-    if cell["kind"] != "sft" or keep == "all" or not run.is_dir():
+    if cell.kind != "sft" or keep == "all" or not run.is_dir():
         return
     scored = {int(r["step"]) for r in rows}
     if keep == "best":

@@ -1,8 +1,9 @@
 """``python -m doit.grid`` (and ``doit grid``): plan, run and watch a scaling study.
 
-python -m doit.grid plan recipes/grids/micro.yaml --out runs/study/micro
+python -m doit.grid plan recipes/grids/micro.yaml --out runs/study/micro [--set KEY=VALUE]
 python -m doit.grid run runs/study/micro [--backend local|slurm] [--max-parallel K] [--threads T]
 python -m doit.grid status runs/study/micro
+python -m doit.grid table runs/study/micro
 """
 
 from __future__ import annotations
@@ -12,37 +13,43 @@ import sys
 from pathlib import Path
 
 from doit.grid.cell import CellError
-from doit.grid.plan import PlanError
+from doit.grid.plan import Cell, PlanError
+from doit.grid.pretraining import PretrainingError
 from doit.grid.results import ResultsError
+from doit.grid.runner import BACKENDS
 from doit.grid.spec import GridError
 
 
 def cmd_plan(a) -> int:
     from doit.grid.plan import write_plan
-    from doit.grid.spec import load_grid
+    from doit.grid.spec import load_grid, parse_sets
 
-    grid = load_grid(a.grid)
+    grid = load_grid(a.grid, parse_sets(a.set))
     cells, retired = write_plan(grid, a.out, a.replan)
     print(cell_table(cells))
-    budgets = ", ".join(f"{k} {v}" for k, v in grid.max_new_tokens.items())
-    print(f"generation budgets (max_new_tokens): {budgets}; scored epochs: {grid.eval_epochs}")
+    if not grid.pretraining_only:
+        budgets = ", ".join(f"{k} {v}" for k, v in grid.max_new_tokens.items())
+        epochs = grid.eval_epochs if isinstance(grid.eval_epochs, str) else list(grid.eval_epochs)
+        print(f"generation budgets (max_new_tokens): {budgets}; scored epochs: {epochs}")
     print(f"{a.out}: {len(cells)} cells planned" +
           (f"; {len(retired)} retired (results in {a.out}/retired)" if retired else ""))  # fmt: skip
     return 0
 
 
-def cell_table(cells: list[dict]) -> str:
+def cell_table(cells: list[Cell]) -> str:
     """One line a cell: id, kind, training items, optimiser steps, estimated minutes."""
     lines = [f"{'cell':<48} {'kind':<8} {'items':>6} {'steps':>6} {'est. min':>8}"]
     for c in cells:
-        est = c.get("est_s")
+        est = c.est_s
         lines.append(
-            f"{c['id']:<48} {c['kind']:<8} {_n(c.get('n_total')):>6} "
-            f"{_n(c.get('est_steps')):>6} {'?' if est is None else f'{est / 60:.1f}':>8}"
+            f"{c.id:<48} {c.kind:<8} {_n(c.n_total):>6} "
+            f"{_n(c.est_steps):>6} {'?' if est is None else f'{est / 60:.1f}':>8}"
         )
-    known = [c["est_s"] for c in cells if c.get("est_s") is not None]
-    lines.append(f"estimated training time of the cells with an estimate: {sum(known) / 60:.0f} min "
-                 "(scoring comes on top; bases' s_per_step sets the estimate)")  # fmt: skip
+    known = [c.est_s for c in cells if c.est_s is not None]
+    if any(c.kind != "pretrain" for c in cells):  # pretraining has no estimate
+        lines.append(f"estimated training time of the cells with an estimate: "
+                     f"{sum(known) / 60:.0f} min (scoring comes on top; bases' s_per_step sets "
+                     "the estimate)")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -55,7 +62,9 @@ def cmd_run(a) -> int:
 
     ended = run_study(a.study, a.backend, a.max_parallel, a.threads, a.cells, a.retry_failed)
     failed = sorted(c for c, s in ended.items() if s == "failed")
-    print(f"{a.study}: {len(ended)} cells run, {len(failed)} failed; table: {a.study}/results.csv")
+    tables = ", ".join(str(a.study / t) for t in ("results.csv", "pretraining.csv")
+                       if (a.study / t).is_file())  # fmt: skip
+    print(f"{a.study}: {len(ended)} cells run, {len(failed)} failed; tables: {tables}")
     if failed:
         print(f"failed: {', '.join(failed)} (python -m doit.grid status {a.study})")
     return 1 if failed else 0
@@ -88,10 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path, required=True, help="the study folder")
     s.add_argument("--replan", action="store_true",
                    help="accept a changed grid: unchanged cells keep their work")  # fmt: skip
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a top-level grid key over the file's (VALUE in YAML; repeatable), "
+                   "e.g. --set 'pretrain_seed=[0,1,2]'")  # fmt: skip
     s.set_defaults(func=cmd_plan)
     s = sub.add_parser("run", help="run every pending cell, then write results.csv")
     s.add_argument("study", type=Path)
-    s.add_argument("--backend", choices=("local", "slurm", "submitit-local"), default="local")
+    s.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0])
     s.add_argument(
         "--max-parallel",
         type=int,
@@ -126,6 +138,6 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     try:
         return a.func(a)
-    except (GridError, PlanError, ResultsError, CellError) as e:
+    except (GridError, PlanError, ResultsError, PretrainingError, CellError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ import fnmatch
 from pathlib import Path
 
 from doit import faults
+from doit.grid.spec import Grid
 from doit.io import read_json, write_json
 from doit.train import rundir
 
@@ -34,36 +35,38 @@ def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, P
     return out
 
 
-def score_model(model_dir, folder: Path, doit_dir: str, grid: dict, chat_format=None,
+def score_model(model_dir, folder: Path, doit_dir: str, grid: Grid, chat_format=None,
                 seed: int = 0) -> dict[str, dict]:  # fmt: skip
     """{split: scores.json} for one model, predicting only the splits not yet scored (the
-    model loads once, and only when a split is missing)."""
+    model loads once, and only when a split is missing; the grid's ``eval_batch_size`` and
+    ``max_new_tokens``)."""
     from doit.eval.evaluate import Model, evaluate, output_paths
 
     model, out = Model(str(model_dir), chat_format=chat_format, seed=seed), {}
     for split in SPLITS:
         _, path = output_paths(folder, split)
         if not path.is_file():
-            evaluate(model, doit_dir, split, grid["max_new_tokens"], folder=folder,
-                     batch_size=grid["eval_batch_size"], ood=split == "test")  # fmt: skip
+            evaluate(model, doit_dir, split, grid.max_new_tokens, folder=folder,
+                     batch_size=grid.eval_batch_size, ood=split == "test")  # fmt: skip
             faults.point("mid_eval")
         out[split] = read_json(path)
     return out
 
 
-def score_benchmarks(model_dir, folder: Path, benchmarks: list[dict], cell_id: str) -> dict:
-    """{split name: BENCH.json} for the benchmarks whose ``cells`` pattern matches the cell."""
+def score_benchmarks(model_dir, folder: Path, benchmarks, cell_id: str) -> dict:
+    """{split name: BENCH.json} for the benchmarks (`spec.Benchmark`) whose ``cells`` pattern
+    matches the cell."""
     from doit.eval.public_bench import letter_tokens, make_lm, run_bench
 
     out, lm = {}, None
     for b in benchmarks:
-        if not fnmatch.fnmatch(cell_id, b["cells"]):
+        if not fnmatch.fnmatch(cell_id, b.cells):
             continue
-        split = b["name"] if not b["shots"] else f"{b['name']}-{b['shots']}shot"
+        split = b.name if not b.shots else f"{b.name}-{b.shots}shot"
         path = folder / f"{split}.bench.json"
         if not path.is_file():
             lm = lm or make_lm(str(model_dir))
-            result = run_bench(lm, b["data_dir"], [b["name"]], [b["shots"]],
+            result = run_bench(lm, b.data_dir, [b.name], [b.shots],
                                model=str(model_dir), letter_tokens=letter_tokens(lm))  # fmt: skip
             write_json(path, result)
         out[split] = read_json(path)

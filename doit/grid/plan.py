@@ -2,50 +2,107 @@
 
 ```
 STUDY/
-  plan.json                 {"grid": the grid file's mapping, "grid_path", "cells": [cell, ...]}
-  cells/<id>/cell.json      the cell (below); sft cells also sft.yaml, the resolved recipe config
+  plan.json                 {"grid": the grid's mapping, "grid_path", "cells": [Cell, ...]}
+  cells/<id>/cell.json      the cell (`Cell`); sft cells also sft.yaml, the resolved recipe config
   cells/<id>/run/           sft cells: the training run (doit.train.rundir)
   cells/<id>/eval/          predictions and scores of each scored checkpoint
   cells/<id>/status.json    the runner's last word on the cell (running / failed + error)
-  results/<id>.parquet, items/<id>.parquet    the cell's rows (doit.grid.results)
-  results.csv               the gathered table, for people
+  results/<id>.parquet, items/<id>.parquet    a scored cell's rows (doit.grid.results)
+  pretraining/<id>.parquet  a pretraining cell's row (doit.grid.pretraining)
+  results.csv, pretraining.csv                the gathered tables, for people
 ```
 
-A cell is a dict: ``id``, ``kind`` (``pretrain``: trains a base the grid names; ``base``: the
-untuned base, evaluation only, n = 0; ``sft``: fine-tune, then evaluate), ``base``, ``arch``,
-``construction`` (curated | synthetic | mix | base), ``n_per_ability``, ``excluded_ability``,
-``synthetic``, ``mix``, ``seed``, ``sample_seed``, ``sweep``, ``needs`` (the pretrain cell it
-waits for), ``est_steps`` and ``est_s``. The id is ``<base>-<data>-s<seed>[-d<sample_seed>]-
-<hash>``: the hash covers what determines the result (the base's identity, the corpus as
-written in the grid, the data draw, the resolved training keys, the evaluation settings),
+`read_plan(study) -> Plan` reads plan.json back, checked: the grid as a `Grid`, the cells as
+`Cell`s (plan.json files written before cells were dataclasses read the same). A cell's id is
+``<base>-<data>-s<seed>[-d<sample_seed>]-<hash>`` (``pretrain-<base>[-s<seed>]-<hash>`` for a
+pretraining cell): the hash covers what determines the result (the base's identity, the corpus
+as written in the grid, the data draw, the resolved training keys, the evaluation settings),
 never execution details (launcher, threads, backend, absolute paths, logging).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
-import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from doit.data import abilities as ab
-from doit.grid.spec import Base, Grid
+from doit.grid.spec import Base, Grid, GridError, parse_grid
 from doit.io import read_json, write_json
 
 PLAN = "plan.json"
 BASE_IDENTITY = "doit_base.json"  # written beside a base the runner pretrained: what built it
 CELLS = "cells"
-# Recipe keys that change how a cell runs, not what it learns: left out of the id.
-EXECUTION_KEYS = ("output_dir", "run_name", "model_name_or_path", "doit_dir", "mix", "deepspeed",
-                  "report_to", "logging_steps", "disable_tqdm", "dataloader_num_workers",
-                  "dataloader_pin_memory", "per_device_eval_batch_size")  # fmt: skip
+KINDS = ("pretrain", "base", "sft")
 
 
 class PlanError(ValueError):
     """A grid that cannot be planned (a base missing, a study folder planned from another grid)."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One planned unit of work: ``cells/<id>/cell.json`` and an entry of plan.json's cells.
+    Fields a kind does not use stay at their defaults."""
+
+    id: str  # stable (the module docstring): the folder name and the results' `cell` column
+    kind: str  # pretrain: builds a base; base: the untuned base (n = 0), scored; sft: trains too
+    base: str  # the base's name in the grid
+    arch: str  # the base's architecture as the grid declares it
+    needs: str | None = None  # the pretraining cell that must finish first
+    # base and sft cells
+    construction: str | None = None  # curated | synthetic | mix | base (n = 0)
+    n_per_ability: int | None = None  # n of a uniform or leave-one-out cell; 0 for base cells
+    excluded_ability: str | None = None  # the left-out ability of a leave-one-out cell
+    synthetic: int | None = None  # synthetic items of a synthetic cell
+    mix: str | None = None  # the mix file's stem (mix cells)
+    seed: int | None = None  # training seed; pretrain cells: the pretrain_seed, if the grid has one
+    sample_seed: int | None = None  # data-draw seed
+    sweep: dict = field(default_factory=dict)  # the swept recipe keys' values
+    n_total: int | None = None  # training items (0 for base cells; None when unknown: mixes)
+    est_steps: int | None = None  # optimiser steps the recipe's schedule gives
+    est_s: float | None = None  # est_steps x the base's s_per_step
+    recipe: dict | None = None  # sft: the resolved recipe config (sft.yaml less output_dir)
+    # pretrain cells
+    path: str | None = None  # the base's directory (absolute)
+    identity: dict | None = None  # `base_identity`: what doit_base.json records once built
+    config: str | None = None  # the pretraining config (absolute)
+    overrides: dict | None = None  # flat pretraining keys over the config's
+
+    @classmethod
+    def from_dict(cls, d: dict, source) -> Cell:
+        """A cell as plan.json or cell.json holds it; errors name ``source``."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(d, dict) or any(not isinstance(d.get(k), str) for k in
+                                          ("id", "kind", "base", "arch")):  # fmt: skip
+            raise PlanError(f"{source}: a cell needs id, kind, base and arch; got {d!r:.200}")
+        unknown = sorted(set(d) - names)
+        if unknown or d["kind"] not in KINDS:
+            what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"kind {d['kind']!r}"
+            raise PlanError(f"{source}: cell {d['id']}: {what} (kinds: {', '.join(KINDS)})")
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned study (`read_plan`): its grid and its cells, in run order."""
+
+    grid: Grid
+    cells: tuple[Cell, ...]
+
+    def cell(self, cell_id: str) -> Cell:
+        return next(c for c in self.cells if c.id == cell_id)
+
+    def kinds(self) -> set[str]:
+        return {c.kind for c in self.cells}
 
 
 def digest(obj) -> str:
@@ -58,17 +115,19 @@ def _yaml(path) -> dict:
 
 
 def base_identity(base: Base) -> dict:
+    """What built a base: its name, arch, chat format and merged pretraining config (the
+    config file less output_dir, then the overrides)."""
     pretrain = None
     if base.pretrain:
-        config = {k: v for k, v in _yaml(base.pretrain["config"]).items() if k != "output_dir"}
-        pretrain = {**config, **base.pretrain["overrides"]}
+        config = {k: v for k, v in _yaml(base.pretrain.config).items() if k != "output_dir"}
+        pretrain = {**config, **base.pretrain.overrides}
     return {"name": base.name, "arch": base.arch, "chat_format": base.chat_format,
             "pretrain": pretrain}  # fmt: skip
 
 
 def recipe(grid: Grid, sweep: dict, data: dict, seed: int, sample_seed: int, base: Base) -> dict:
     """The cell's resolved recipe config (what sft.yaml holds, output_dir aside)."""
-    cfg = {**_yaml(base.sft_config or grid.sft["config"]), **grid.sft["overrides"], **sweep}
+    cfg = {**_yaml(base.sft_config or grid.sft.config), **grid.sft.overrides, **sweep}
     for key in ("per_ability", "mix", "subset_dir", "synthetic", "exclude_abilities"):
         cfg[key] = None
     cfg.update(data, seed=seed, sample_seed=sample_seed, chat_format=base.chat_format,
@@ -79,21 +138,12 @@ def recipe(grid: Grid, sweep: dict, data: dict, seed: int, sample_seed: int, bas
     return cfg
 
 
-def training_identity(cfg: dict) -> dict:
-    out = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS}
-    if cfg.get("global_batch_size"):  # then the per-device size only splits the same batch
-        out.pop("per_device_train_batch_size", None)
-    if cfg.get("mix"):
-        out["mix_content"] = _yaml(cfg["mix"])
-    return out
-
-
 def data_points(grid: Grid, base: Base) -> list[tuple[str, dict, dict]]:
     """(label, recipe data keys, cell fields) of every data cell of ``base``."""
 
-    def applies(axis: str) -> list:
+    def applies(axis: str) -> tuple:
         a = grid.data.get(axis)
-        return a.values if a and (a.bases is None or base.name in a.bases) else []
+        return a.values if a and (a.bases is None or base.name in a.bases) else ()
 
     loo = grid.data.get("loo")
     left_out = (loo.abilities if loo else None) or ab.ABILITY_KEYS
@@ -118,29 +168,32 @@ def data_points(grid: Grid, base: Base) -> list[tuple[str, dict, dict]]:
 
 def eval_identity(grid: Grid) -> dict:
     return {"max_new_tokens": grid.max_new_tokens, "eval_epochs": grid.eval_epochs,
-            "benchmarks": [(b["name"], b["shots"]) for b in grid.benchmarks]}  # fmt: skip
+            "benchmarks": [(b.name, b.shots) for b in grid.benchmarks]}  # fmt: skip
 
 
-def _cell(base: Base, label: str, seed: int, sample_seed: int, identity: dict, **fields) -> dict:
+def _cell(base: Base, label: str, seed: int, sample_seed: int, identity: dict, **fields) -> Cell:
     sampled = f"-d{sample_seed}" if sample_seed else ""
     cid = f"{base.name}-{label}-s{seed}{sampled}-{digest(identity)}"
-    fields.setdefault("construction", "base")
-    fields.setdefault("n_per_ability", 0 if fields["construction"] == "base" else None)
-    return {"id": cid, "base": base.name, "arch": base.arch, "seed": seed,
-            "sample_seed": sample_seed, "excluded_ability": None, "synthetic": None,
-            "mix": None, "sweep": {}, "needs": None, **fields}  # fmt: skip
+    return Cell(id=cid, base=base.name, arch=base.arch, seed=seed, sample_seed=sample_seed,
+                **fields)  # fmt: skip
 
 
-def pretrain_cell(base: Base) -> dict:
+def pretrain_cell(base: Base) -> Cell:
     ident = base_identity(base)
-    return {"id": f"pretrain-{base.name}-{digest(ident)}", "kind": "pretrain",
-            "base": base.name, "arch": base.arch, "path": str(base.resolved), "identity": ident,
-            "config": str(Path(base.pretrain["config"]).resolve()),
-            "overrides": base.pretrain["overrides"], "needs": None}  # fmt: skip
+    seed = "" if base.seed is None else f"-s{base.seed}"
+    return Cell(id=f"pretrain-{base.name}{seed}-{digest(ident)}", kind="pretrain",
+                base=base.name, arch=base.arch, seed=base.seed, path=str(base.resolved),
+                identity=ident, config=str(Path(base.pretrain.config).resolve()),
+                overrides=base.pretrain.overrides)  # fmt: skip
 
 
-def expand(grid: Grid) -> list[dict]:
-    """Every cell of ``grid``: pretraining of missing bases, n = 0 cells, then the data cells."""
+def expand(grid: Grid) -> list[Cell]:
+    """Every cell of ``grid``: pretraining of missing bases, n = 0 cells, then the data cells;
+    a pretraining-only grid: a pretraining cell for every base (and pretrain_seed)."""
+    if grid.pretraining_only:
+        return pretraining_cells(grid)
+    from doit.train.sft.args import training_identity  # the recipe's owner (imports torch)
+
     cells = []
     sweeps = [dict(zip(grid.sweep, values)) for values in itertools.product(*grid.sweep.values())]
     for base in grid.bases:
@@ -149,7 +202,7 @@ def expand(grid: Grid) -> list[dict]:
             if not base.pretrain:
                 raise PlanError(missing_base(grid, base))
             cells.append(pretrain_cell(base))
-            needs = cells[-1]["id"]
+            needs = cells[-1].id
         else:
             check_built_as_declared(grid, base)
         bid = base_identity(base)
@@ -157,7 +210,7 @@ def expand(grid: Grid) -> list[dict]:
             ident = {"kind": "base", "base": bid, "doit_dir": grid.doit_dir, "seed": seed,
                      "eval": eval_identity(grid)}  # fmt: skip
             cells.append(_cell(base, "n0000", seed, 0, ident, kind="base", needs=needs,
-                               n_total=0, est_steps=0))  # fmt: skip
+                               construction="base", n_per_ability=0, n_total=0, est_steps=0))  # fmt: skip
         for (label, data, fields), sweep, seed, sample_seed in itertools.product(
             data_points(grid, base), sweeps, grid.seeds, grid.sample_seeds
         ):
@@ -167,24 +220,36 @@ def expand(grid: Grid) -> list[dict]:
             tag = "".join(f"-{k}{v}" for k, v in sweep.items())
             cells.append(_cell(base, label + tag, seed, sample_seed, ident, kind="sft",
                                needs=needs, sweep=sweep, recipe=cfg, **fields,
-                               **estimate(cfg, fields, base)))  # fmt: skip
+                               **estimate(grid, cfg, fields, base)))  # fmt: skip
     return cells
 
 
-def estimate(cfg: dict, fields: dict, base: Base) -> dict:
-    """Training items, optimiser steps and (with the base's ``s_per_step``) seconds."""
+def pretraining_cells(grid: Grid) -> list[Cell]:
+    """A pretraining-only grid's cells, seed by seed: every base, built already or not."""
+    seeded = [[b.at_seed(s) for b in grid.bases] for s in grid.pretrain_seeds or ()]
+    cells = []
+    for base in [b for bases in seeded for b in bases] or grid.bases:
+        if (base.resolved / "config.json").is_file():
+            check_built_as_declared(grid, base)
+        cells.append(pretrain_cell(base))
+    return cells
+
+
+def estimate(grid: Grid, cfg: dict, fields: dict, base: Base) -> dict:
+    """Training items, optimiser steps (the recipe's schedule, `planned_schedule`) and, with
+    the base's ``s_per_step``, seconds."""
+    from doit.train.errors import ConfigError
+    from doit.train.sft.args import planned_schedule
+
     n = fields.get("n_per_ability")
     excluded = 1 if fields.get("excluded_ability") else 0
     total = n * (len(ab.ABILITY_KEYS) - excluded) if n else fields.get("synthetic")
     if total is None:  # a mix: its size depends on the pools; shown as unknown
         return {"n_total": None, "est_steps": None, "est_s": None}
-    batch = cfg.get("global_batch_size") or cfg.get("per_device_train_batch_size", 8)
-    per_epoch = math.ceil(total / batch)
-    if cfg.get("schedule") == "steps":
-        steps = cfg["max_steps"]
-    else:
-        epochs = math.ceil(per_epoch * float(cfg.get("num_train_epochs", 3))) / per_epoch
-        steps = max(math.ceil(per_epoch * epochs), cfg.get("min_steps") or 0)
+    try:
+        steps = planned_schedule(cfg, total, grid.gpus * grid.nodes)["max_steps"]
+    except ConfigError as e:
+        raise PlanError(f"{grid.path}: sft: {base.name}'s recipe: {e}") from None
     est = steps * base.s_per_step if base.s_per_step else None
     return {"n_total": total, "est_steps": steps, "est_s": est}
 
@@ -206,8 +271,9 @@ def missing_base(grid: Grid, base: Base) -> str:
     return (f"{grid.path}: bases: {base.name}: {base.resolved} holds no model (no config.json) "
             f"and the base has no pretrain block. Put a transformers checkpoint there "
             f"(from_pretrained layout), point `path` at one, or add `pretrain: {{config: "
-            f"recipes/configs/pretrain/<arch>_<size>.yaml}}` so the runner trains it first "
-            f"(micro bases: `make ladder` writes runs/ladder/<arch>_<size>/seed0).")  # fmt: skip
+            f"recipes/configs/pretrain/<size>.yaml, overrides: {{value_mode: <arch>}}}}` so "
+            f"the runner trains it first (micro bases: `make ladder` writes "
+            f"runs/ladder/<arch>_<size>/seed0).")  # fmt: skip
 
 
 def grid_diff(old, new, prefix: str = "") -> list[str]:
@@ -218,50 +284,67 @@ def grid_diff(old, new, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix.rstrip(".") or "(grid)"]
 
 
-def read_plan(study) -> dict:
+def read_plan(study) -> Plan:
+    """``STUDY/plan.json``, checked: its grid (files it names are not looked for again) and
+    its cells; an error names the file."""
     path = Path(study) / PLAN
     if not path.is_file():
         raise PlanError(f"{study}: no {PLAN}; plan it first: python -m doit.grid plan GRID.yaml "
                         f"--out {study}")  # fmt: skip
-    return read_json(path)
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise PlanError(f"{path}: expected {{grid, grid_path, cells: [...]}}")
+    try:
+        grid = parse_grid(data.get("grid"), path, files=False)
+    except GridError as e:
+        raise PlanError(f"grid: {e}") from None
+    grid = dataclasses.replace(grid, path=Path(data.get("grid_path") or path))
+    return Plan(grid, tuple(Cell.from_dict(c, path) for c in data["cells"]))
 
 
-def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[dict], list[str]]:
+def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], list[str]]:
     """Write ``STUDY/plan.json`` and each cell's folder; returns (cells, retired cell ids).
 
     A study planned from another grid is refused (naming the differing keys) unless
-    ``replan``: then cells whose id is unchanged keep their work, and the results of cells
-    the new plan no longer holds move to ``STUDY/retired/`` (never into the new table).
+    ``replan``: then cells whose id is unchanged keep their work, and the rows of cells the
+    new plan no longer holds move to ``STUDY/retired/`` (never into the new tables).
     """
-    from doit.grid import results
-
     study = Path(study)
     cells = expand(grid)
     old = read_plan(study) if (study / PLAN).is_file() else None
-    if old is not None and old["grid"] != grid.raw and not replan:
-        keys = ", ".join(grid_diff(old["grid"], grid.raw))
+    if old is not None and old.grid.raw != grid.raw and not replan:
+        keys = ", ".join(grid_diff(old.grid.raw, grid.raw))
         raise PlanError(f"{study} was planned from another grid (differs in: {keys}); "
                         "--replan keeps the cells whose id is unchanged")  # fmt: skip
     retired = []
     if old is not None:
-        keep = {c["id"] for c in cells}
-        retired = [c["id"] for c in old["cells"] if c["id"] not in keep]
+        keep = {c.id for c in cells}
+        retired = [c.id for c in old.cells if c.id not in keep]
         for cid in retired:
-            for per_item in (False, True):
-                shard = results.shard_path(study, cid, per_item)
-                if shard.is_file():
-                    dest = study / "retired" / shard.parent.name / shard.name
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    shard.replace(dest)
+            retire(study, cid)
     for cell in cells:
-        folder = study / CELLS / cell["id"]
+        folder = study / CELLS / cell.id
         folder.mkdir(parents=True, exist_ok=True)
-        if cell["kind"] == "sft":
-            cfg = {**cell["recipe"], "output_dir": str((folder / "run").resolve())}
+        if cell.kind == "sft":
+            cfg = {**cell.recipe, "output_dir": str((folder / "run").resolve())}
             write_text(folder / "sft.yaml", yaml.safe_dump(cfg, sort_keys=False))
-        write_json(folder / "cell.json", cell)
-    write_json(study / PLAN, {"grid": grid.raw, "grid_path": str(grid.path), "cells": cells})
+        write_json(folder / "cell.json", cell.to_dict())
+    write_json(study / PLAN, {"grid": grid.raw, "grid_path": str(grid.path),
+                              "cells": [c.to_dict() for c in cells]})  # fmt: skip
     return cells, retired
+
+
+def retire(study: Path, cell_id: str) -> None:
+    """Move a cell's row shards (results, items, pretraining) to ``STUDY/retired/``."""
+    from doit.grid.pretraining import PRETRAINING_DIR
+    from doit.grid.results import ITEMS_DIR, RESULTS_DIR
+
+    for table in (RESULTS_DIR, ITEMS_DIR, PRETRAINING_DIR):
+        shard = study / table / f"{cell_id}.parquet"
+        if shard.is_file():
+            dest = study / "retired" / table / shard.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shard.replace(dest)
 
 
 def write_text(path: Path, text: str) -> None:

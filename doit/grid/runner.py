@@ -28,9 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from doit.grid import results
-from doit.grid.cell import cell_dir, is_done, run_cell, set_threads, thread_env
-from doit.grid.plan import read_plan
+from doit.grid import pretraining, results
+from doit.grid.cell import cell_dir, is_done, launch_keys, run_cell, set_threads, thread_env
+from doit.grid.plan import Cell, read_plan
 from doit.io import read_json, write_json
 
 STATUS = "status.json"
@@ -69,13 +69,13 @@ def read_status(study, cell_id: str) -> dict:
     return read_json(path) if path.is_file() else {}
 
 
-def state(study, cell: dict) -> str:
+def state(study, cell: Cell) -> str:
     """pending | running | done | failed."""
     if is_done(study, cell):
         return "done"
-    if is_locked(study, cell["id"]):
+    if is_locked(study, cell.id):
         return "running"
-    return "failed" if read_status(study, cell["id"]).get("state") == "failed" else "pending"
+    return "failed" if read_status(study, cell.id).get("state") == "failed" else "pending"
 
 
 def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | None = None) -> str:
@@ -101,21 +101,21 @@ def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | No
         return "running"
 
 
-def todo(study, pattern: str | None = None, retry_failed: bool = False) -> list[list[dict]]:
+def todo(study, pattern: str | None = None, retry_failed: bool = False) -> list[list[Cell]]:
     """Waves of cells to run: pretraining first, then the rest (done and running cells left out)."""
-    cells = [c for c in read_plan(study)["cells"] if not pattern or
-             fnmatch.fnmatch(c["id"], pattern)]  # fmt: skip
-    states = {c["id"]: state(study, c) for c in cells}
+    cells = [c for c in read_plan(study).cells if not pattern or fnmatch.fnmatch(c.id, pattern)]
+    states = {c.id: state(study, c) for c in cells}
     wanted = {"pending", "failed"} if retry_failed else {"pending"}
-    ready = [c for c in cells if states[c["id"]] in wanted]
-    return [w for w in ([c for c in ready if c["kind"] == "pretrain"],
-                        [c for c in ready if c["kind"] != "pretrain"]) if w]  # fmt: skip
+    ready = [c for c in cells if states[c.id] in wanted]
+    return [w for w in ([c for c in ready if c.kind == "pretrain"],
+                        [c for c in ready if c.kind != "pretrain"]) if w]  # fmt: skip
 
 
 def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int | None = None,
               pattern: str | None = None, retry_failed: bool = False, slurm: dict | None = None
               ) -> dict[str, str]:  # fmt: skip
-    """Run every pending cell; returns {cell id: final state}; then writes results.csv.
+    """Run every pending cell; returns {cell id: final state}; then writes the tables
+    (results.csv with scored cells, pretraining.csv with pretraining cells).
     ``threads`` defaults to the CPU cores shared out among the ``max_parallel`` local workers
     (two workers left at torch's default on 2 cores oversubscribe them)."""
     if threads is None and backend == "local" and max_parallel > 1:
@@ -125,17 +125,24 @@ def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int
     # Local workers take one queue, pretraining first (a cell waits for its own base only);
     # in-process and submitit runs go wave by wave.
     if backend == "local" and max_parallel > 1:
-        ended = run_workers(study, [c["id"] for w in waves for c in w], max_parallel, threads)
+        ended = run_workers(study, [c.id for w in waves for c in w], max_parallel, threads)
     else:
         for wave in waves:
-            ids = [c["id"] for c in wave]
+            ids = [c.id for c in wave]
             ended |= (
                 {cid: work_cell(study, cid, threads) for cid in ids}
                 if backend == "local"
                 else run_submitit(study, ids, max_parallel, threads, backend, slurm or {})
             )
-    results.write_csv(study)
+    write_tables(study)
     return ended
+
+
+def write_tables(study) -> list[Path]:
+    """The tables the study's cells fill: results.csv, pretraining.csv."""
+    kinds = {c.kind for c in read_plan(study).cells}
+    out = [results.write_csv(study)] if kinds - {"pretrain"} else []
+    return out + ([pretraining.write_csv(study)] if "pretrain" in kinds else [])
 
 
 # --- local worker processes ----------------------------------------------------------------------
@@ -159,8 +166,8 @@ def gpu_slots(max_parallel: int, gpus_per_cell: int) -> list[str | None]:
 def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -> dict:
     """Each cell in a worker process; K at once; each slot keeps its own GPUs."""
     plan = read_plan(study)
-    cells = {c["id"]: c for c in plan["cells"]}
-    slots = gpu_slots(max_parallel, plan["grid"].get("gpus", 1))
+    cells = {c.id: c for c in plan.cells}
+    slots = gpu_slots(max_parallel, plan.grid.gpus)
     free = list(range(len(slots)))
 
     def one(cid: str) -> tuple[str, str]:
@@ -187,10 +194,10 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -
         return dict(pool.map(one, ids))
 
 
-def wait_for_base(study, cell: dict, cells: dict, queued: set[str], poll_s: float = 2.0) -> bool:
+def wait_for_base(study, cell: Cell, cells: dict, queued: set[str], poll_s: float = 2.0) -> bool:
     """Wait while the pretraining cell that ``cell`` needs is queued ahead of it or running;
     False, with ``cell`` marked failed, once that cell has failed or will not run."""
-    needs = cell.get("needs")
+    needs = cell.needs
     while needs:
         st = state(study, cells[needs])
         if st == "done":
@@ -198,7 +205,7 @@ def wait_for_base(study, cell: dict, cells: dict, queued: set[str], poll_s: floa
         if st == "failed" or (st == "pending" and needs not in queued):
             why = "failed" if st == "failed" else "is not among the cells run"
             write_json(
-                cell_dir(study, cell["id"]) / STATUS,
+                cell_dir(study, cell.id) / STATUS,
                 {"state": "failed", "error": f"its base is not pretrained ({needs} {why})"},
             )
             return False
@@ -213,19 +220,18 @@ def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
     import submitit
 
     plan = read_plan(study)
-    cell = next(c for c in plan["cells"] if c["id"] == cell_id)
-    if plan["grid"].get("nodes", 1) == 1 or cell["kind"] == "pretrain":
+    cell = plan.cell(cell_id)
+    if plan.grid.nodes == 1 or cell.kind == "pretrain":
         return work_cell(study, cell_id, threads)
     from doit.grid.cell import write_hostfile
 
     env = submitit.JobEnvironment()
-    hostfile = write_hostfile(cell_dir(study, cell_id), env.hostnames, plan["grid"].get("gpus", 1))
+    hostfile = write_hostfile(cell_dir(study, cell_id), env.hostnames, plan.grid.gpus)
     launch = {"node_rank": str(env.node), "master_addr": env.hostnames[0], "hostfile": hostfile}
     if env.node != 0:
         from doit.grid.cell import train
 
-        keys = {k: plan["grid"][k] for k in ("launcher", "gpus", "nodes") if k in plan["grid"]}
-        train(cell, cell_dir(study, cell_id), {**keys, **launch})
+        train(cell, cell_dir(study, cell_id), {**launch_keys(plan.grid), **launch})
         return "worker"
     return work_cell(study, cell_id, threads, launch)
 
@@ -234,14 +240,14 @@ def run_submitit(study, ids: list[str], max_parallel: int, threads: int | None, 
                  slurm: dict) -> dict:  # fmt: skip
     import submitit
 
-    grid = read_plan(study)["grid"]
+    grid = read_plan(study).grid
     folder = Path(study) / "slurm" / "%j"
     if backend == "submitit-local":
         executor = submitit.AutoExecutor(folder=folder, cluster="local")
     else:
         executor = submitit.AutoExecutor(folder=folder)
-    params = {"timeout_min": 24 * 60, **grid.get("slurm", {}), **slurm}
-    executor.update_parameters(slurm_array_parallelism=max_parallel, nodes=grid.get("nodes", 1),
+    params = {"timeout_min": 24 * 60, **grid.slurm, **slurm}
+    executor.update_parameters(slurm_array_parallelism=max_parallel, nodes=grid.nodes,
                                tasks_per_node=1, **params)  # fmt: skip
     jobs = executor.map_array(slurm_task, [str(study)] * len(ids), ids, [threads] * len(ids))
     out = {}

@@ -1,13 +1,20 @@
 """A grid file (`recipes/grids/*.yaml`), read and checked: `load_grid(path) -> Grid`.
 
-Every problem is a `GridError` naming the file and the key (``bases[1].pretrain.config``).
-Relative paths are resolved against the current directory (where the runner is started, as
-for recipe configs); the grid itself keeps them as written, so cell ids never depend on them.
-The keys, their types and defaults are documented in README.md and in every shipped grid.
+The frozen dataclasses below are the grid's one description: every key of a grid file is a
+field, with its type and default, documented once here (README.md's table restates them for
+people; no other module states a default). Every problem is a `GridError` naming the file and
+the key (``bases[1].pretrain.config``). Relative paths are resolved against the current
+directory (where the runner is started, as for recipe configs); the grid keeps them as written,
+so cell ids never depend on them.
+
+A grid without ``data``, ``sft`` and ``max_new_tokens`` is pretraining-only: it builds its
+bases (every one needs a ``pretrain`` block) and nothing else, optionally once per seed of
+``pretrain_seed``. Loading a grid imports no torch (a test checks it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,228 +25,376 @@ from doit.data import abilities as ab
 LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
 KEEP = ("all", "scored", "best", "last")
 EVAL_EPOCHS = ("all", "last")
-TOP_KEYS = {"name", "doit_dir", "bases", "data", "seed", "sample_seed", "sft", "sweep",
-            "max_new_tokens", "launcher", "gpus", "nodes", "eval_epochs", "eval_batch_size",
-            "benchmarks", "keep", "slurm"}  # fmt: skip
-BASE_KEYS = {"name", "arch", "params", "params_total", "chat_format", "path", "pretrain",
-             "sft_config", "s_per_step"}  # fmt: skip
-DATA_KEYS = {"per_ability", "mix", "synthetic", "loo"}
+CHAT_FORMATS = ("doit", "native")
+DATA_AXES = ("per_ability", "loo", "synthetic", "mix")
+SEED = "{seed}"  # the placeholder a base path takes under `pretrain_seed`
 
 
 class GridError(ValueError):
     """A bad grid file: the message names the file and the key."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class Pretrain:
+    """``bases[i].pretrain``: how the runner builds a base that holds no model yet."""
+
+    config: str  # a pretraining config (recipes/configs/pretrain/<size>.yaml), as written
+    overrides: dict = field(default_factory=dict)  # flat pretraining keys over the config's
+
+
+@dataclass(frozen=True)
 class Base:
-    name: str
-    arch: str
-    path: str  # as written; `resolved` is absolute
-    chat_format: str = "doit"
-    params: int | None = None  # non-embedding; a pretrain base may leave it to pretraining
-    params_total: int | None = None
-    pretrain: dict | None = None  # {"config": path, "overrides": {key: value}}
+    """``bases[i]``: a model every data cell fine-tunes (or, pretraining-only, that is built)."""
+
+    name: str  # the base's name in the results table
+    arch: str  # its architecture (vanilla | resformer | svformer | llama ...)
+    path: str  # its model dir as written (under the grid's bases_dir when that is set)
+    chat_format: str = "doit"  # doit | native: the speaker tokens its cells train and score with
+    params: int | None = None  # non-embedding parameters; None: a pretrain base's, from its run
+    params_total: int | None = None  # all parameters; None: from pretraining, or unknown
+    pretrain: Pretrain | None = None  # how to build it when `path` holds no model
     sft_config: str | None = None  # this base's recipe config instead of the grid's sft.config
-    s_per_step: float | None = None  # the plan's time estimate per SFT step (seconds)
+    s_per_step: float | None = None  # seconds per SFT step, for the plan's time estimates
+    seed: int | None = None  # set by `at_seed`: the pretrain_seed this base is built with
 
     @property
     def resolved(self) -> Path:
         return Path(self.path).resolve()
 
+    def at_seed(self, seed: int) -> Base:
+        """This base for one value of the grid's pretrain_seed axis: ``{seed}`` in its path
+        filled in, ``seed`` added to its pretraining overrides."""
+        pretrain = dataclasses.replace(self.pretrain, overrides={**self.pretrain.overrides,
+                                                                 "seed": seed})  # fmt: skip
+        path = self.path.replace(SEED, str(seed))
+        return dataclasses.replace(self, path=path, pretrain=pretrain, seed=seed)
 
-@dataclass
+
+@dataclass(frozen=True)
 class Axis:
-    """One data axis's values, optionally restricted to some bases (``{values, bases}``)."""
+    """``data.<axis>``: one data axis's values, optionally for some bases only."""
 
-    values: list
-    bases: list[str] | None = None
-    abilities: list[str] | None = None  # loo only: the abilities left out in turn (default all)
+    values: tuple  # n per ability (per_ability, loo), item counts (synthetic), mix files (mix)
+    bases: tuple[str, ...] | None = None  # the bases it applies to; None: every base
+    abilities: tuple[str, ...] | None = None  # loo only: the abilities left out in turn; None: all
 
 
-@dataclass
+@dataclass(frozen=True)
+class Sft:
+    """``sft``: the fine-tuning recipe of every data cell."""
+
+    config: str  # a recipe config (recipes/configs/sft/...), as written
+    overrides: dict = field(default_factory=dict)  # flat recipe keys over the config's
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """``benchmarks[i]``: a public benchmark scored for the cells whose id matches ``cells``."""
+
+    name: str  # cmmlu | agieval | ceval (doit.eval bench)
+    data_dir: str  # where the benchmark's files are
+    shots: int = 0  # few-shot examples
+    cells: str = "*"  # a glob over cell ids
+
+
+@dataclass(frozen=True)
 class Grid:
-    path: Path
-    raw: dict  # the file's mapping, as parsed: what plan compares on --replan
-    name: str
-    doit_dir: str
-    bases: list[Base]
-    data: dict[str, Axis]
-    seeds: list[int]
-    sample_seeds: list[int]
-    sft: dict  # {"config": path, "overrides": {...}}
-    sweep: dict[str, list]
-    max_new_tokens: dict[str, int]
-    launcher: str = "inprocess"
-    gpus: int = 1
-    nodes: int = 1
-    eval_epochs: str | list[int] = "last"
-    eval_batch_size: int = 16
-    benchmarks: list[dict] = field(default_factory=list)
-    keep: str = "last"
-    slurm: dict = field(default_factory=dict)
+    """A grid file, parsed and checked. Field names are the file's keys except ``seeds``
+    (``seed``), ``sample_seeds`` (``sample_seed``) and ``pretrain_seeds`` (``pretrain_seed``)."""
+
+    path: Path  # the file it was read from
+    raw: dict  # the file's mapping as parsed (with --set values): plan.json keeps it
+    name: str  # the study's name (required)
+    doit_dir: str  # the corpus: cells draw from and are scored on it; pretraining reads it
+    bases: tuple[Base, ...]  # required, names unique
+    data: dict[str, Axis] = field(default_factory=dict)  # the data axes; {}: pretraining-only
+    sft: Sft | None = None  # required with data; None: pretraining-only
+    max_new_tokens: dict[str, int] = field(default_factory=dict)  # generated kind -> budget;
+    # required with data and explicit for every kind: an untuned base never stops early
+    seeds: tuple[int, ...] = (0,)  # training seeds of the fine-tuned (and n = 0) cells
+    sample_seeds: tuple[int, ...] = (0,)  # data-draw seeds
+    sweep: dict[str, tuple] = field(default_factory=dict)  # recipe key -> values, more axes
+    launcher: str = "inprocess"  # inprocess | python | torchrun | deepspeed: how a cell trains
+    gpus: int = 1  # GPUs per node a cell uses
+    nodes: int = 1  # nodes a cell spans (> 1 needs torchrun or deepspeed)
+    eval_epochs: str | tuple[int, ...] = "last"  # all | last | the epochs whose checkpoints score
+    eval_batch_size: int = 16  # prediction batch
+    benchmarks: tuple[Benchmark, ...] = ()  # public benchmarks for matching cells
+    keep: str = "last"  # all | scored | best | last: checkpoint weights kept once scored
+    slurm: dict = field(default_factory=dict)  # submitit parameters (slurm_partition, ...)
+    pretrain_seeds: tuple[int, ...] | None = None  # pretraining-only: build every base once
+    # per seed (its path's {seed} filled in, `seed` over its config); None: the bases as written
+    bases_dir: str | None = None  # relative base paths are under it; None: the current directory
+
+    @property
+    def pretraining_only(self) -> bool:
+        return self.sft is None
+
+    def base(self, name: str) -> Base:
+        return next(b for b in self.bases if b.name == name)
 
 
-def _fail(path: Path, key: str, message: str):
-    raise GridError(f"{path}: {key}: {message}")
+TOP_KEYS = {"name", "doit_dir", "bases", "data", "seed", "sample_seed", "sft", "sweep",
+            "max_new_tokens", "launcher", "gpus", "nodes", "eval_epochs", "eval_batch_size",
+            "benchmarks", "keep", "slurm", "pretrain_seed", "bases_dir"}  # fmt: skip
+BASE_KEYS = {"name", "arch", "params", "params_total", "chat_format", "path", "pretrain",
+             "sft_config", "s_per_step"}  # fmt: skip
+SFT_KEYS = ("data", "sft", "max_new_tokens")  # present together, or the grid is pretraining-only
+FINE_TUNING_ONLY = ("seed", "sample_seed", "sweep", "eval_epochs", "eval_batch_size",
+                    "benchmarks", "keep")  # fmt: skip
 
 
-def _ints(path: Path, key: str, value, minimum: int = 0) -> list[int]:
-    values = value if isinstance(value, list) else [value]
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            _fail(path, key, f"expected integers >= {minimum}, got {v!r}")
-    if len(set(values)) != len(values):
-        _fail(path, key, f"repeats a value: {values}")
-    return values
+class _Check:
+    """The checks of one grid mapping; ``files``: whether named files must exist (a plan read
+    back is not checked against files: it was when it was planned)."""
 
+    def __init__(self, path: Path, files: bool = True):
+        self.path, self.files = path, files
 
-def _mapping(path: Path, key: str, value, allowed: set[str] | None = None) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        _fail(path, key, f"expected a mapping, got {type(value).__name__}")
-    unknown = sorted(set(value) - allowed) if allowed else []
-    if unknown:
-        _fail(path, f"{key}.{unknown[0]}" if key else unknown[0],
-              f"unknown key; expected one of {', '.join(sorted(allowed))}")  # fmt: skip
-    return value
+    def fail(self, key: str, message: str):
+        raise GridError(f"{self.path}: {key}: {message}")
 
+    def ints(self, key: str, value, minimum: int = 0) -> tuple[int, ...]:
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+                self.fail(key, f"expected integers >= {minimum}, got {v!r}")
+        if len(set(values)) != len(values):
+            self.fail(key, f"repeats a value: {values}")
+        return tuple(values)
 
-def _file(path: Path, key: str, value) -> str:
-    if not isinstance(value, str) or not Path(value).is_file():
-        _fail(path, key, f"{value!r} is not a file (paths are relative to the current directory)")
-    return value
+    def integer(self, key: str, value, minimum: int = 1) -> int:
+        return self.ints(key, value, minimum)[0]
 
-
-def _base(path: Path, i: int, raw) -> Base:
-    key = f"bases[{i}]"
-    raw = _mapping(path, key, raw, BASE_KEYS)
-    for k in ("name", "arch", "path"):
-        if not isinstance(raw.get(k), str) or not raw[k]:
-            _fail(path, f"{key}.{k}", "required (a non-empty string)")
-    pretrain = raw.get("pretrain")
-    if pretrain is not None:
-        pretrain = _mapping(path, f"{key}.pretrain", pretrain, {"config", "overrides"})
-        _file(path, f"{key}.pretrain.config", pretrain.get("config"))
-        pretrain = {"config": pretrain["config"],
-                    "overrides": _mapping(path, f"{key}.pretrain.overrides",
-                                          pretrain.get("overrides"))}  # fmt: skip
-    for k in ("params", "params_total"):
-        if raw.get(k) is not None:
-            _ints(path, f"{key}.{k}", raw[k], minimum=1)
-    if raw.get("params") is None and pretrain is None:
-        _fail(path, f"{key}.params", "required for a base that is not pretrained by the grid "
-              "(its non-embedding parameter count)")  # fmt: skip
-    if raw.get("chat_format", "doit") not in ("doit", "native"):
-        _fail(path, f"{key}.chat_format", f"expected doit or native, got {raw['chat_format']!r}")
-    if raw.get("sft_config") is not None:
-        _file(path, f"{key}.sft_config", raw["sft_config"])
-    return Base(raw["name"], raw["arch"], raw["path"], raw.get("chat_format", "doit"),
-                raw.get("params"), raw.get("params_total"), pretrain, raw.get("sft_config"),
-                raw.get("s_per_step"))  # fmt: skip
-
-
-def _axis(path: Path, key: str, raw, names: set[str]) -> Axis:
-    bases = abilities = None
-    if isinstance(raw, dict):
-        allowed = {"values", "bases", "abilities"} if key == "data.loo" else {"values", "bases"}
-        raw = _mapping(path, key, raw, allowed)
-        bases, abilities = raw.get("bases"), raw.get("abilities")
-        if bases is not None and (not isinstance(bases, list) or not set(bases) <= names):
-            _fail(path, f"{key}.bases", f"expected a list of base names ({', '.join(names)})")
-        if abilities is not None:
-            try:
-                abilities = list(ab.parse_keys(list(abilities)))
-            except (TypeError, ValueError) as e:
-                _fail(path, f"{key}.abilities", str(e))
-        raw = raw.get("values")
-    if not isinstance(raw, list):
-        _fail(path, key, "expected a list (or {values: [...], bases: [...]})")
-    if key == "data.mix":
-        return Axis([_file(path, f"{key}[{i}]", v) for i, v in enumerate(raw)], bases)
-    return Axis(_ints(path, key, raw, minimum=1), bases, abilities)
-
-
-def _eval_epochs(path: Path, value) -> str | list[int]:
-    if value in EVAL_EPOCHS:
+    def mapping(self, key: str, value, allowed=None) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail(key, f"expected a mapping, got {type(value).__name__}")
+        unknown = sorted(set(value) - set(allowed)) if allowed else []
+        if unknown:
+            self.fail(f"{key}.{unknown[0]}" if key else unknown[0],
+                      f"unknown key; expected one of {', '.join(sorted(allowed))}")  # fmt: skip
         return value
-    if isinstance(value, list) and value:
-        return sorted(_ints(path, "eval_epochs", value, minimum=1))
-    _fail(path, "eval_epochs", f"expected all, last or a list of epochs, got {value!r}")
+
+    def file(self, key: str, value) -> str:
+        if not isinstance(value, str) or (self.files and not Path(value).is_file()):
+            self.fail(key, f"{value!r} is not a file (paths are relative to the current directory)")
+        return value
+
+    def choice(self, key: str, value, allowed) -> str:
+        if value not in allowed:
+            self.fail(key, f"expected one of {', '.join(allowed)}, got {value!r}")
+        return value
 
 
-def _budgets(path: Path, value) -> dict[str, int]:
-    value = _mapping(path, "max_new_tokens", value, set(ab.GENERATED_KINDS))
-    missing = [k for k in ab.GENERATED_KINDS if k not in value]
-    if missing:  # explicit: an untuned base never stops early, so a default would cost hours
-        _fail(path, "max_new_tokens", f"give every generated kind; missing {', '.join(missing)}")
-    for k, v in value.items():
-        _ints(path, f"max_new_tokens.{k}", v, minimum=1)
-    return value
-
-
-def _choice(path: Path, key: str, value, allowed) -> str:
-    if value not in allowed:
-        _fail(path, key, f"expected one of {', '.join(allowed)}, got {value!r}")
-    return value
-
-
-def load_grid(path) -> Grid:
+def load_grid(path, overrides: dict | None = None) -> Grid:
+    """The grid file at ``path``; ``overrides``: top-level keys set over the file's (``--set``)."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:
         raise GridError(f"{path}: {e}") from None
-    raw = _mapping(path, "", raw, TOP_KEYS)
-    for k in ("name", "doit_dir", "bases", "data", "sft", "max_new_tokens"):
+    if overrides:
+        raw = {**_Check(path).mapping("", raw), **overrides}
+    return parse_grid(raw, path)
+
+
+def parse_grid(raw, path: Path, files: bool = True) -> Grid:
+    """A grid mapping (a file's, or plan.json's), checked; errors name ``path``."""
+    c = _Check(Path(path), files)
+    raw = c.mapping("", raw, TOP_KEYS)
+    for k in ("name", "doit_dir", "bases"):
         if raw.get(k) in (None, "", [], {}):
-            _fail(path, k, "required")
-    bases = [_base(path, i, b) for i, b in enumerate(raw["bases"])]
+            c.fail(k, "required")
+    given = [k for k in SFT_KEYS if raw.get(k) not in (None, "", [], {})]
+    if given:  # a grid with fine-tuning cells needs all three
+        for k in SFT_KEYS:
+            if k not in given:
+                c.fail(k, "required")
+    else:
+        for k in FINE_TUNING_ONLY:
+            if k in raw:
+                c.fail(k, "only fine-tuning cells use it, and this grid has none (no data, sft "
+                       "or max_new_tokens): a pretraining-only grid (pretrain_seed: its seeds)")  # fmt: skip
+    fields = {name: parse(c, raw[k]) for k, (name, parse) in OPTIONAL.items() if k in raw}
+    if given and fields.get("pretrain_seeds") is not None:
+        c.fail("pretrain_seed", "only a pretraining-only grid (no data, sft or max_new_tokens) "
+               "has a pretraining seed axis")  # fmt: skip
+    shape = {"seeded": fields.get("pretrain_seeds") is not None, "pretraining_only": not given,
+             "bases_dir": fields.get("bases_dir")}  # fmt: skip
+    bases = tuple(_base(c, i, b, **shape) for i, b in enumerate(_list(c, "bases", raw["bases"])))
     names = [b.name for b in bases]
     if len(set(names)) != len(names):
-        _fail(path, "bases", f"base names repeat: {names}")
-    data = _mapping(path, "data", raw["data"], DATA_KEYS)
-    axes = {k: _axis(path, f"data.{k}", v, set(names)) for k, v in data.items()}
-    sft = _mapping(path, "sft", raw["sft"], {"config", "overrides"})
-    _file(path, "sft.config", sft.get("config"))
-    sweep = _mapping(path, "sweep", raw.get("sweep"))
-    for k, v in sweep.items():
-        if not isinstance(v, list) or not v:
-            _fail(path, f"sweep.{k}", "expected a non-empty list of values")
-    grid = Grid(
-        path=path, raw=raw, name=str(raw["name"]), doit_dir=str(raw["doit_dir"]), bases=bases,
-        data=axes, seeds=_ints(path, "seed", raw.get("seed", [0])),
-        sample_seeds=_ints(path, "sample_seed", raw.get("sample_seed", [0])),
-        sft={"config": sft["config"],
-             "overrides": _mapping(path, "sft.overrides", sft.get("overrides"))},
-        sweep=sweep, max_new_tokens=_budgets(path, raw["max_new_tokens"]),
-        launcher=_choice(path, "launcher", raw.get("launcher", "inprocess"), LAUNCHERS),
-        gpus=_ints(path, "gpus", raw.get("gpus", 1), minimum=1)[0],
-        nodes=_ints(path, "nodes", raw.get("nodes", 1), minimum=1)[0],
-        eval_epochs=_eval_epochs(path, raw.get("eval_epochs", "last")),
-        eval_batch_size=_ints(path, "eval_batch_size", raw.get("eval_batch_size", 16), 1)[0],
-        benchmarks=_benchmarks(path, raw.get("benchmarks")),
-        keep=_choice(path, "keep", raw.get("keep", "last"), KEEP),
-        slurm=_mapping(path, "slurm", raw.get("slurm")),
-    )  # fmt: skip
+        c.fail("bases", f"base names repeat: {names}")
+    if given:
+        fields["data"] = _data(c, raw["data"], set(names))
+        fields["sft"] = _sft(c, raw["sft"])
+        fields["max_new_tokens"] = _budgets(c, raw["max_new_tokens"])
+    grid = Grid(path=Path(path), raw=raw, name=str(raw["name"]), doit_dir=str(raw["doit_dir"]),
+                bases=bases, **fields)  # fmt: skip
     if grid.launcher == "inprocess" and grid.nodes > 1:
-        _fail(path, "nodes", "a multi-node cell needs launcher torchrun or deepspeed")
+        c.fail("nodes", "a multi-node cell needs launcher torchrun or deepspeed")
     return grid
 
 
-def _benchmarks(path: Path, value) -> list[dict]:
-    """``[{name, data_dir, shots, cells}]``: public benchmarks scored for the matching cells."""
-    if value is None:
-        return []
+def _list(c: _Check, key: str, value) -> list:
     if not isinstance(value, list):
-        _fail(path, "benchmarks", "expected a list")
+        c.fail(key, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _base(c: _Check, i: int, raw, seeded: bool, pretraining_only: bool, bases_dir) -> Base:
+    key = f"bases[{i}]"
+    raw = c.mapping(key, raw, BASE_KEYS)
+    for k in ("name", "arch", "path"):
+        if not isinstance(raw.get(k), str) or not raw[k]:
+            c.fail(f"{key}.{k}", "required (a non-empty string)")
+    fields = {k: raw[k] for k in BASE_KEYS - {"pretrain"} if raw.get(k) is not None}
+    if raw.get("pretrain") is not None:
+        p = c.mapping(f"{key}.pretrain", raw["pretrain"], {"config", "overrides"})
+        fields["pretrain"] = Pretrain(c.file(f"{key}.pretrain.config", p.get("config")),
+                                      c.mapping(f"{key}.pretrain.overrides", p.get("overrides")))  # fmt: skip
+    for k in ("params", "params_total"):
+        if k in fields:
+            c.integer(f"{key}.{k}", fields[k])
+    if "chat_format" in fields:
+        c.choice(f"{key}.chat_format", fields["chat_format"], CHAT_FORMATS)
+    if "sft_config" in fields:
+        c.file(f"{key}.sft_config", fields["sft_config"])
+    _check_seed_axis(c, key, fields, seeded, pretraining_only)
+    if "params" not in fields and "pretrain" not in fields:
+        c.fail(f"{key}.params", "required for a base that is not pretrained by the grid "
+               "(its non-embedding parameter count)")  # fmt: skip
+    if bases_dir:
+        fields["path"] = str(Path(bases_dir) / fields["path"])
+    return Base(**fields)
+
+
+def _check_seed_axis(c: _Check, key: str, fields: dict, seeded: bool, pretraining_only: bool):
+    """Under pretrain_seed every base is pretrained per seed, each into its own directory."""
+    if not seeded:
+        if SEED in fields["path"]:
+            c.fail(f"{key}.path", f"{SEED} is filled in from pretrain_seed, which is not set")
+        if pretraining_only and "pretrain" not in fields:
+            c.fail(f"{key}.pretrain", "required in a pretraining-only grid (no data, sft or "
+                   "max_new_tokens): it builds its bases and nothing else")  # fmt: skip
+        return
+    if "pretrain" not in fields:
+        c.fail(f"{key}.pretrain", "required: pretrain_seed builds every base once per seed")
+    if SEED not in fields["path"]:
+        c.fail(f"{key}.path", f"needs {SEED} (each pretraining seed builds its own base)")
+    if "seed" in fields["pretrain"].overrides:
+        c.fail(f"{key}.pretrain.overrides.seed", "set by pretrain_seed; give one or the other")
+
+
+def _data(c: _Check, raw, names: set[str]) -> dict[str, Axis]:
+    data = c.mapping("data", raw, set(DATA_AXES))
+    return {k: _axis(c, f"data.{k}", v, names) for k, v in data.items()}
+
+
+def _axis(c: _Check, key: str, raw, names: set[str]) -> Axis:
+    bases = abilities = None
+    if isinstance(raw, dict):
+        allowed = {"values", "bases", "abilities"} if key == "data.loo" else {"values", "bases"}
+        raw = c.mapping(key, raw, allowed)
+        bases, abilities = raw.get("bases"), raw.get("abilities")
+        if bases is not None and (not isinstance(bases, list) or not set(bases) <= names):
+            c.fail(f"{key}.bases", f"expected a list of base names ({', '.join(names)})")
+        if abilities is not None:
+            try:
+                abilities = tuple(ab.parse_keys(list(abilities)))
+            except (TypeError, ValueError) as e:
+                c.fail(f"{key}.abilities", str(e))
+        raw = raw.get("values")
+    if not isinstance(raw, list):
+        c.fail(key, "expected a list (or {values: [...], bases: [...]})")
+    bases = tuple(bases) if bases is not None else None
+    if key == "data.mix":
+        return Axis(tuple(c.file(f"{key}[{i}]", v) for i, v in enumerate(raw)), bases)
+    return Axis(c.ints(key, raw, minimum=1), bases, abilities)
+
+
+def _sft(c: _Check, raw) -> Sft:
+    sft = c.mapping("sft", raw, {"config", "overrides"})
+    return Sft(c.file("sft.config", sft.get("config")),
+               c.mapping("sft.overrides", sft.get("overrides")))  # fmt: skip
+
+
+def _budgets(c: _Check, value) -> dict[str, int]:
+    value = c.mapping("max_new_tokens", value, set(ab.GENERATED_KINDS))
+    missing = [k for k in ab.GENERATED_KINDS if k not in value]
+    if missing:  # explicit: an untuned base never stops early, so a default would cost hours
+        c.fail("max_new_tokens", f"give every generated kind; missing {', '.join(missing)}")
+    for k, v in value.items():
+        c.integer(f"max_new_tokens.{k}", v)
+    return value
+
+
+def _sweep(c: _Check, value) -> dict[str, tuple]:
+    sweep = c.mapping("sweep", value)
+    for k, v in sweep.items():
+        if not isinstance(v, list) or not v:
+            c.fail(f"sweep.{k}", "expected a non-empty list of values")
+    return {k: tuple(v) for k, v in sweep.items()}
+
+
+def _eval_epochs(c: _Check, value) -> str | tuple[int, ...]:
+    if value in EVAL_EPOCHS:
+        return value
+    if isinstance(value, list) and value:
+        return tuple(sorted(c.ints("eval_epochs", value, minimum=1)))
+    c.fail("eval_epochs", f"expected all, last or a list of epochs, got {value!r}")
+
+
+def _benchmarks(c: _Check, value) -> tuple[Benchmark, ...]:
     out = []
-    for i, b in enumerate(value):
-        b = _mapping(path, f"benchmarks[{i}]", b, {"name", "data_dir", "shots", "cells"})
+    for i, b in enumerate(_list(c, "benchmarks", [] if value is None else value)):
+        b = c.mapping(f"benchmarks[{i}]", b, {"name", "data_dir", "shots", "cells"})
         for k in ("name", "data_dir"):
             if not isinstance(b.get(k), str):
-                _fail(path, f"benchmarks[{i}].{k}", "required (a string)")
-        out.append({"name": b["name"], "data_dir": b["data_dir"],
-                    "shots": _ints(path, f"benchmarks[{i}].shots", b.get("shots", 0))[0],
-                    "cells": b.get("cells", "*")})  # fmt: skip
+                c.fail(f"benchmarks[{i}].{k}", "required (a string)")
+        if "shots" in b:
+            b = {**b, "shots": c.integer(f"benchmarks[{i}].shots", b["shots"], minimum=0)}
+        out.append(Benchmark(**b))
+    return tuple(out)
+
+
+def _bases_dir(c: _Check, value) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        c.fail("bases_dir", f"expected a directory (a string), got {value!r}")
+    return value
+
+
+# file key -> (Grid field, parser): the keys a grid may leave out (their defaults are Grid's)
+OPTIONAL = {
+    "seed": ("seeds", lambda c, v: c.ints("seed", v)),
+    "sample_seed": ("sample_seeds", lambda c, v: c.ints("sample_seed", v)),
+    "sweep": ("sweep", _sweep),
+    "launcher": ("launcher", lambda c, v: c.choice("launcher", v, LAUNCHERS)),
+    "gpus": ("gpus", lambda c, v: c.integer("gpus", v)),
+    "nodes": ("nodes", lambda c, v: c.integer("nodes", v)),
+    "eval_epochs": ("eval_epochs", _eval_epochs),
+    "eval_batch_size": ("eval_batch_size", lambda c, v: c.integer("eval_batch_size", v)),
+    "benchmarks": ("benchmarks", _benchmarks),
+    "keep": ("keep", lambda c, v: c.choice("keep", v, KEEP)),
+    "slurm": ("slurm", lambda c, v: c.mapping("slurm", v)),
+    "pretrain_seed": ("pretrain_seeds",
+                      lambda c, v: None if v is None else c.ints("pretrain_seed", v)),
+    "bases_dir": ("bases_dir", _bases_dir),
+}  # fmt: skip
+
+
+def parse_sets(pairs: list[str]) -> dict:
+    """``--set KEY=VALUE`` pairs as top-level grid keys (each VALUE read as YAML)."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise GridError(f"--set {pair!r}: expected KEY=VALUE (VALUE in YAML, e.g. "
+                            "pretrain_seed=[0,1,2])")  # fmt: skip
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as e:
+            raise GridError(f"--set {key}: {e}") from None
     return out

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from doit.grid.plan import read_plan
+from doit.grid.plan import Cell, read_plan
 from doit.grid.runner import read_status, state
 
 STATES = ("done", "running", "failed", "pending")
 
 
-def study_states(study) -> list[tuple[dict, str]]:
-    return [(c, state(study, c)) for c in read_plan(study)["cells"]]
+def study_states(study) -> list[tuple[Cell, str]]:
+    return [(c, state(study, c)) for c in read_plan(study).cells]
 
 
 def bar(done: int, total: int, width: int = 30) -> str:
@@ -23,15 +23,15 @@ def bar(done: int, total: int, width: int = 30) -> str:
 def print_status(study) -> int:
     rows = study_states(study)
     for kind in ("pretrain", "base", "sft"):
-        mine = [s for c, s in rows if c["kind"] == kind]
+        mine = [s for c, s in rows if c.kind == kind]
         if mine:
             n = Counter(mine)
             print(f"{kind:<9} [{bar(n['done'], len(mine))}] {n['done']}/{len(mine)} done"
                   + "".join(f", {n[s]} {s}" for s in STATES[1:] if n[s]))  # fmt: skip
     for c, s in rows:
         if s in ("running", "failed"):
-            detail = read_status(study, c["id"]).get("error", "") if s == "failed" else ""
-            print(f"  {s:<8} {c['id']}  {detail}")
+            detail = read_status(study, c.id).get("error", "") if s == "failed" else ""
+            print(f"  {s:<8} {c.id}  {detail}")
     total = Counter(s for _, s in rows)
     print(", ".join(f"{total[s]} {s}" for s in STATES))
     return 0

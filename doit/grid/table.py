@@ -2,7 +2,8 @@
 
 Each cell's last scored epoch is shown (checkpoint selection belongs to ``doit.analysis``); the
 header says so. Columns are ``<base> n=<n>``, seeds averaged; rows the abilities, then the
-macro mean of the ten in-domain abilities, with each ability's chance score beside it.
+macro mean of the ten in-domain abilities, with each ability's chance score beside it. A study
+of pretraining cells only shows its pretraining table (final validation loss by base and seed).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import pandas as pd
 
 from doit.data import abilities as ab
+from doit.grid.plan import read_plan
+from doit.grid.pretraining import read_pretraining
 from doit.grid.results import read_results
 
 
@@ -36,6 +39,11 @@ def score_table(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
 
 
 def print_table(study, split: str = "test") -> int:
+    if read_plan(study).kinds() == {"pretrain"}:
+        df = read_pretraining(study)
+        print("final validation loss (nats per token) of each pretraining cell")
+        print(df.drop(columns=["cell"]).to_string(index=False, float_format="{:.4f}".format))
+        return 0
     df = read_results(study)
     table = score_table(df, split)
     print(f"{split} scores (0-100) at each cell's last epoch; seeds averaged; "

@@ -39,7 +39,7 @@ def micro_base(micro_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("micro_base")
     lines = (micro_dir / "pretrain" / "train.txt").read_text(encoding="utf-8").splitlines()
     (out / "docs.txt").write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
-    argv = ["--config", str(REPO / "recipes/configs/pretrain/vanilla_xs.yaml"),
+    argv = ["--config", str(REPO / "recipes/configs/pretrain/xs.yaml"),
             "--output_dir", str(out / "base"), "--micro_dir", str(micro_dir),
             "--train_file", str(out / "docs.txt"), "--valid_file", str(out / "docs.txt"),
             "--max_steps", "2", "--hidden_size", "32", "--intermediate_size", "64",

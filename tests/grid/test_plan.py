@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
-from doit.grid.plan import PlanError, expand, write_plan
+from doit.grid.plan import PlanError, base_identity, expand, read_plan, write_plan
 from doit.grid.spec import GridError, load_grid
 from tests.grid.conftest import grid_dict, write_grid
+from tests.train.tiny import REPO
 
 
 def plan(tmp_path, base, name="grid.yaml", **keys):
@@ -19,7 +25,7 @@ def plan(tmp_path, base, name="grid.yaml", **keys):
 
 def ids(cells) -> dict[str, str]:
     """label (id without its hash) -> id."""
-    return {c["id"].rsplit("-", 1)[0]: c["id"] for c in cells}
+    return {c.id.rsplit("-", 1)[0]: c.id for c in cells}
 
 
 def test_expansion_covers_bases_data_and_seeds(tmp_path, tiny_base):
@@ -28,11 +34,12 @@ def test_expansion_covers_bases_data_and_seeds(tmp_path, tiny_base):
     labels = sorted(ids(cells))
     assert len(cells) == 2 * (1 + 2 + 10)  # seeds x (n = 0, two n, ten leave-one-out cells)
     assert "tiny-n0000-s1" in labels and "tiny-n0004-no_ethics-s0" in labels
-    loo = next(c for c in cells if c["id"].startswith("tiny-n0004-no_math-s0"))
-    assert loo["excluded_ability"] == "math" and loo["n_total"] == 36
-    assert loo["recipe"]["exclude_abilities"] == ["math"]
-    base = next(c for c in cells if c["kind"] == "base")
-    assert base["construction"] == "base" and base["n_per_ability"] == 0
+    loo = next(c for c in cells if c.id.startswith("tiny-n0004-no_math-s0"))
+    assert loo.excluded_ability == "math" and loo.n_total == 36
+    assert loo.recipe["exclude_abilities"] == ["math"]
+    assert loo.est_steps == 10  # two epochs of ceil(36 / 8) steps (the micro recipe's batch)
+    base = next(c for c in cells if c.kind == "base")
+    assert base.construction == "base" and base.n_per_ability == 0
 
 
 def test_ids_are_stable_and_ignore_execution_details(tmp_path, tiny_base):
@@ -66,11 +73,11 @@ def test_a_missing_base_without_pretrain_names_the_path_and_the_way_to_build_it(
 
 def test_a_missing_base_with_pretrain_becomes_a_cell_the_others_wait_for(tmp_path):
     bases = [{"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
-              "pretrain": {"config": "recipes/configs/pretrain/vanilla_xs.yaml",
+              "pretrain": {"config": "recipes/configs/pretrain/xs.yaml",
                            "overrides": {"seed": 1}}}]  # fmt: skip
     cells = plan(tmp_path, tmp_path, bases=bases)
-    assert cells[0]["kind"] == "pretrain" and cells[0]["overrides"] == {"seed": 1}
-    assert all(c["needs"] == cells[0]["id"] for c in cells[1:])
+    assert cells[0].kind == "pretrain" and cells[0].overrides == {"seed": 1}
+    assert all(c.needs == cells[0].id for c in cells[1:])
 
 
 @pytest.mark.parametrize(
@@ -100,7 +107,7 @@ def test_a_study_refuses_another_grid_unless_replanned(tmp_path, tiny_base):
     study = tmp_path / "study"
     grid = load_grid(write_grid(tmp_path / "g.yaml", grid_dict(tiny_base)))
     cells, _ = write_plan(grid, study)
-    shard = study / "results" / f"{cells[-1]['id']}.parquet"
+    shard = study / "results" / f"{cells[-1].id}.parquet"
     shard.parent.mkdir()
     shard.write_bytes(b"stands for a finished cell")
     other = grid_dict(tiny_base, data={"per_ability": [1]}, seed=[0])
@@ -108,43 +115,106 @@ def test_a_study_refuses_another_grid_unless_replanned(tmp_path, tiny_base):
     with pytest.raises(PlanError, match="differs in: data.loo"):
         write_plan(changed, study)
     kept, retired = write_plan(changed, study, replan=True)
-    assert retired == [cells[-1]["id"]] and not shard.exists()
+    assert retired == [cells[-1].id] and not shard.exists()
     assert (study / "retired" / "results" / shard.name).is_file()
-    assert {c["id"] for c in kept} == {c["id"] for c in cells[:-1]}
+    assert {c.id for c in kept} == {c.id for c in cells[:-1]}
     assert json.loads((study / "plan.json").read_text())["grid"]["data"] == {"per_ability": [1]}
 
 
-SHIPPED_GRIDS = ["recipes/grids/demo.yaml", "recipes/grids/micro.yaml",
-                 "recipes/grids/value-residual.yaml", "recipes/grids/paper.yaml",
-                 "studies/micro_study/grid_practice.yaml"]  # fmt: skip
+FIXTURES = Path(__file__).parent / "fixtures"
+SHIPPED_GRIDS = sorted(p.relative_to(REPO).as_posix() for p in [
+    *(REPO / "recipes" / "grids").glob("*.yaml"), REPO / "studies/micro_study/grid_practice.yaml"])  # fmt: skip
 
 
 @pytest.mark.parametrize("path", SHIPPED_GRIDS)
-def test_every_shipped_grid_loads_and_plans(tmp_path, path):
-    from tests.train.tiny import REPO
-
-    grid = load_grid(REPO / path)
-    name = Path(path).stem
-    if name == "paper":  # its bases live on a cluster: plan says which path it expected
+def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
+    """The ids recorded before the grid became typed (fixtures/shipped_cell_ids.json) are the
+    ids planned today: finished cells and built bases stay valid."""
+    grid = load_grid(path)  # relative paths: the tests run from the repository root
+    if Path(path).stem == "paper":  # its bases live on a cluster: plan says which path it expected
         with pytest.raises(PlanError, match="/models/chinese-llama-plus-7b holds no model"):
             expand(grid)
-        return
+        stand_ins = [tmp_path / b.name for b in grid.bases]  # paths are not in ids
+        for d in stand_ins:
+            d.mkdir()
+            (d / "config.json").write_text("{}")
+        grid = replace(grid, bases=tuple(replace(b, path=str(d)) for b, d in
+                                         zip(grid.bases, stand_ins)))  # fmt: skip
     cells = expand(grid)
-    kinds = {c["kind"] for c in cells}
-    assert {"base", "sft"} <= kinds and all(c["id"].startswith(c.get("base", "")) or
-                                            c["kind"] == "pretrain" for c in cells)  # fmt: skip
+    assert all(c.id.startswith(c.base) or c.kind == "pretrain" for c in cells)
+    recorded = json.loads((FIXTURES / "shipped_cell_ids.json").read_text()).get(path)
+    if recorded is None:  # shipped since: a pretraining-only grid (the ladder)
+        assert grid.pretraining_only and {c.kind for c in cells} == {"pretrain"}
+    else:
+        assert [c.id for c in cells] == recorded
+
+
+def test_a_plan_the_old_writer_wrote_reads_back_typed_and_replans_to_the_same_ids(tmp_path):
+    """fixtures/old_study/plan.json was written by the code before cells were dataclasses (its
+    grid names the pretraining config vanilla_xs.yaml, since folded into xs.yaml)."""
+    old = read_plan(FIXTURES / "old_study")
+    grid = old.grid  # the keys it gave and the defaults of those it left out
+    assert (grid.name, grid.keep, grid.eval_batch_size) == ("old", "scored", 8)
+    assert (grid.eval_epochs, grid.launcher, grid.gpus, grid.slurm) == ((1, 2), "inprocess", 1, {})
+    assert [(b.name, b.shots, b.cells) for b in grid.benchmarks] == [("cmmlu", 5, "*mix_*")]
+    kinds = [c.kind for c in old.cells]
+    assert kinds == ["pretrain", "base"] + ["sft"] * 8
+    pretrain, base, *sft = old.cells
+    assert pretrain.identity["pretrain"]["value_mode"] == "vanilla" and pretrain.seed is None
+    assert base.construction == "base" and base.n_per_ability == 0 and base.needs == pretrain.id
+    assert {c.construction for c in sft} == {"curated", "synthetic", "mix"}
+    assert all(c.recipe["learning_rate"] == 0.001 and c.sweep == {"learning_rate": 0.001}
+               for c in sft)  # fmt: skip
+    raw = json.loads(json.dumps(old.grid.raw))
+    raw["bases"][0]["pretrain"]["config"] = "recipes/configs/pretrain/xs.yaml"
+    replanned = expand(load_grid(write_grid(tmp_path / "g.yaml", raw)))
+    assert [c.id for c in replanned] == [c.id for c in old.cells]
+    (tmp_path / "study").mkdir()
+    bad = {"grid": old.grid.raw, "cells": [{**pretrain.to_dict(), "wandb": 1}]}
+    (tmp_path / "study" / "plan.json").write_text(json.dumps(bad))
+    with pytest.raises(PlanError, match=r"plan.json: cell pretrain-xs-\w+: unknown key\(s\) wandb"):
+        read_plan(tmp_path / "study")
+
+
+def test_loading_a_grid_imports_no_torch():
+    code = ("import sys; from doit.grid.spec import load_grid; "
+            "g = load_grid('recipes/grids/paper.yaml'); assert g.gpus == 8; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_base_keeps_its_merged_pretraining_config():
+    """What built a base (its config less output_dir, plus the grid's overrides) is key for key
+    what it was before the pretraining configs became one per size (fixtures/
+    merged_pretrain_configs.json): pretrain cell ids and built bases' doit_base.json hold."""
+    recorded = json.loads((FIXTURES / "merged_pretrain_configs.json").read_text())
+    for path, bases in recorded["bases"].items():
+        grid = load_grid(path)
+        assert {b.name: base_identity(b) for b in grid.bases} == bases, path
+    configs = recorded["configs"]  # each old <arch>_<size>.yaml is <size>.yaml + value_mode
+    for name, old in configs.items():
+        arch, size = name.split("_")
+        new = yaml.safe_load((REPO / f"recipes/configs/pretrain/{size}.yaml").read_text())
+        assert {**{k: v for k, v in new.items() if k != "output_dir"}, "value_mode": arch} == old
+    ladder = load_grid("recipes/grids/ladder.yaml")  # the old ladder's cells: config + --seed
+    for base in ladder.bases:
+        built = base_identity(base.at_seed(0))["pretrain"]
+        assert built == {**configs[base.name], "seed": 0}, base.name
 
 
 def test_a_base_pretrained_from_another_config_is_never_reused_silently(tmp_path, tiny_base):
-    from doit.grid.plan import BASE_IDENTITY, base_identity
+    from doit.grid.plan import BASE_IDENTITY
 
     built = tmp_path / "xs"
     shutil.copytree(tiny_base, built)
-    pretrain = {"config": "recipes/configs/pretrain/vanilla_xs.yaml", "overrides": {"seed": 0}}
+    pretrain = {"config": "recipes/configs/pretrain/xs.yaml", "overrides": {"seed": 0}}
     bases = [{"name": "xs", "arch": "vanilla", "path": str(built), "pretrain": pretrain}]
     grid = load_grid(write_grid(tmp_path / "g.yaml", grid_dict(tiny_base, bases=bases)))
     (built / BASE_IDENTITY).write_text(json.dumps(base_identity(grid.bases[0])))
-    assert not any(c["kind"] == "pretrain" for c in expand(grid))  # built as declared: reused
+    assert not any(c.kind == "pretrain" for c in expand(grid))  # built as declared: reused
     bases[0]["pretrain"] = {**pretrain, "overrides": {"seed": 1}}
     grid = load_grid(write_grid(tmp_path / "g.yaml", grid_dict(tiny_base, bases=bases)))
     with pytest.raises(

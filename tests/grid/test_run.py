@@ -120,7 +120,7 @@ def test_a_missing_base_is_pretrained_first_and_its_cells_wait_for_it(tmp_path, 
         "micro_dir": str(micro_dir),
     }  # pretraining text; the cells use the fixture
     bases = [{"name": "xs", "arch": "vanilla", "path": str(base),
-              "pretrain": {"config": "recipes/configs/pretrain/vanilla_xs.yaml",
+              "pretrain": {"config": "recipes/configs/pretrain/xs.yaml",
                            "overrides": overrides}}]  # fmt: skip
     study = planned(tmp_path, tmp_path, "study", bases=bases, data={"per_ability": [1]},
                     eval_epochs="last")  # fmt: skip

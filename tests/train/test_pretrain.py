@@ -1,4 +1,4 @@
-"""Micro pretraining (doit.train.pretrain, recipes/pretrain.py, the ladder configs).
+"""Micro pretraining (doit.train.pretrain, recipes/pretrain.py, the ladder's size configs).
 
 The DeepSpeed test launches this file as its worker: ``deepspeed --num_gpus 2
 tests/train/test_pretrain.py RESULTS_DIR ARGS_JSON`` (two CPU ranks, ZeRO-3).
@@ -23,6 +23,7 @@ pytestmark = pytest.mark.filterwarnings(
 )
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "recipes" / "configs" / "pretrain"
+SIZES = ["xs", "s", "m", "l"]  # the size configs, smallest first
 TINY_MODEL = ["--block_size", "32", "--hidden_size", "32", "--intermediate_size", "64",
               "--num_attention_heads", "2", "--num_hidden_layers", "4"]  # fmt: skip
 MODES = {  # name: (config arch, extra flags)
@@ -55,7 +56,7 @@ def tiny_corpus(micro_dir, tmp_path_factory):
 
 def _tiny_argv(corpus, mode, out, *extra) -> list[str]:
     arch, flags = MODES[mode]
-    return ["--config", str(CONFIGS / f"{arch}_xs.yaml"), "--output_dir", str(out),
+    return ["--config", str(CONFIGS / "xs.yaml"), "--value_mode", arch, "--output_dir", str(out),
             "--train_file", str(corpus["text"]), "--valid_file", str(corpus["text"]),
             "--tokenizer_path", str(corpus["tokenizer"]), *TINY_MODEL, *flags, *extra]  # fmt: skip
 
@@ -139,7 +140,7 @@ def test_every_config_parses_and_comments_every_key(tiny_corpus, tmp_path):
     from doit.train.pretrain import parse_args
 
     paths = sorted(CONFIGS.glob("*.yaml"))
-    assert len(paths) == 12
+    assert sorted(p.stem for p in paths) == sorted(SIZES)  # one per size, the arch an override
     for path in paths:
         keys = [
             ln for ln in path.read_text().splitlines() if ln and not ln.lstrip().startswith("#")
@@ -147,40 +148,26 @@ def test_every_config_parses_and_comments_every_key(tiny_corpus, tmp_path):
         assert all("  # " in ln for ln in keys), f"{path.name}: a key without a comment"
         parsed = parse_args(["--config", str(path), "--output_dir", str(tmp_path)])
         args, training = parsed.model, parsed.training
-        arch, size = path.stem.split("_")
-        assert (args.value_mode, args.size) == (arch, size)
+        assert (args.value_mode, args.size) == ("vanilla", path.stem)
         assert training.lr_scheduler_type == "cosine_with_min_lr"
         assert training.lr_scheduler_kwargs == {"min_lr_rate": 0.1}
         assert (training.adam_beta1, training.adam_beta2, training.weight_decay) == (0.9, 0.95, 0.1)
         assert training.max_grad_norm == 1.0 and training.train_sampling_strategy == "sequential"
 
 
-def test_archs_of_a_size_differ_only_in_value_mode(tmp_path):
-    """Like with like: each size's three configs share every model and training setting."""
-    from doit.train.ladder import SIZES
-    from doit.train.pretrain import parse_args
-
-    for size in SIZES:
-        parsed = {}
-        for arch in ("vanilla", "resformer", "svformer"):
-            a = parse_args(
-                ["--config", str(CONFIGS / f"{arch}_{size}.yaml"), "--output_dir", str(tmp_path)]
-            )
-            args, training = a.model, a.training
-            parsed[arch] = ({**vars(args), "value_mode": None}, training.to_dict())
-        assert parsed["vanilla"] == parsed["resformer"] == parsed["svformer"], size
-
-
 def test_ladder_sizes(tiny_corpus):
     from transformers import AutoTokenizer
 
-    from doit.train.ladder import DEFAULT_SIZES, SIZES
+    from doit.grid.spec import load_grid
     from doit.train.pretrain import build_model, parameter_counts, parse_args
+
+    ladder = load_grid(REPO / "recipes" / "grids" / "ladder.yaml")
+    default_sizes = sorted({Path(b.pretrain.config).stem for b in ladder.bases}, key=SIZES.index)
 
     tok = AutoTokenizer.from_pretrained(tiny_corpus["tokenizer"])
     counts = {}
     for size in SIZES:
-        args = parse_args(["--config", str(CONFIGS / f"vanilla_{size}.yaml")]).model
+        args = parse_args(["--config", str(CONFIGS / f"{size}.yaml")]).model
         assert args.num_hidden_layers >= 4
         model = build_model(args, tok, seed=0)
         counts[size] = parameter_counts(model)["params_non_embedding"]
@@ -189,8 +176,8 @@ def test_ladder_sizes(tiny_corpus):
     assert len(tok) <= 4096
     assert 150_000 <= counts["xs"] <= 250_000 and 1_400_000 <= counts["l"] <= 2_000_000
     assert counts["l"] / counts["xs"] >= 8
-    assert 3 <= len(DEFAULT_SIZES) <= 4 and set(DEFAULT_SIZES) <= set(SIZES)
-    assert counts[DEFAULT_SIZES[-1]] / counts[DEFAULT_SIZES[0]] >= 8  # the default ladder spans 8x
+    assert default_sizes == ["xs", "s", "l"]
+    assert counts[default_sizes[-1]] / counts[default_sizes[0]] >= 8  # the default ladder spans 8x
 
 
 def test_parameter_counts_tied():
@@ -259,40 +246,6 @@ def test_recipe_end_to_end(mode, tiny_corpus, tmp_path, capsys):
     before = (out / "metrics.jsonl").read_text()
     assert _recipe().main(argv) == 0
     assert (out / "metrics.jsonl").read_text() == before
-
-
-# --- the ladder runner -------------------------------------------------------------------------
-def test_ladder_cells_run_order(tmp_path):
-    from doit.train.ladder import cells
-
-    found = cells(["vanilla", "svformer"], ["xs", "l"], [0, 1], CONFIGS, tmp_path)
-    order = [(c["seed"], c["size"], c["arch"]) for c in found]
-    assert order[:4] == [(0, "l", "vanilla"), (0, "l", "svformer"), (0, "xs", "vanilla"),
-                         (0, "xs", "svformer")]  # fmt: skip
-    assert len(order) == 8 and found[0]["run_dir"] == str(tmp_path / "vanilla_l" / "seed0")
-    with pytest.raises(FileNotFoundError, match=r"no config for cell \(vanilla, xxl\)"):
-        cells(["vanilla"], ["xxl"], [0], CONFIGS, tmp_path)
-
-
-def test_ladder_trains_then_skips(tiny_corpus, tmp_path):
-    from doit.train.ladder import main
-
-    tiny = _tiny_argv(tiny_corpus, "vanilla", tmp_path / "unused", "--max_steps", "2",
-                      "--per_device_train_batch_size", "4")[4:]  # fmt: skip
-    argv = ["--out", str(tmp_path / "ladder"), "--archs", "vanilla", "svformer", "--sizes", "xs",
-            "--seeds", "3", "--", *tiny]  # fmt: skip
-    assert main(argv) == 0
-    assert main(argv) == 0
-    rows = [
-        json.loads(line) for line in (tmp_path / "ladder" / "ladder.jsonl").read_text().splitlines()
-    ]
-    assert [(r["arch"], r["status"]) for r in rows] == [
-        ("vanilla", "trained"), ("svformer", "trained"),
-        ("vanilla", "skipped"), ("svformer", "skipped"),
-    ]  # fmt: skip
-    assert rows[2]["valid_loss"] == rows[0]["valid_loss"]
-    end = json.loads((tmp_path / "ladder" / "svformer_xs" / "seed3" / "DONE").read_text())
-    assert end["seed"] == 3 and end["arch"] == "svformer"
 
 
 # --- DeepSpeed ZeRO-3, two CPU ranks -----------------------------------------------------------

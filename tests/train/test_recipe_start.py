@@ -96,7 +96,7 @@ def test_a_draw_beyond_the_pool_is_one_error_line_before_the_model_loads(
     "recipe, argv",
     [
         ("sft.py", ["--per_ability", "5000"]),
-        ("pretrain.py", ["--config", "recipes/configs/pretrain/vanilla_xs.yaml"]),
+        ("pretrain.py", ["--config", "recipes/configs/pretrain/xs.yaml"]),
     ],
     ids=["sft", "pretrain"],
 )

@@ -1,7 +1,7 @@
 """Pretraining a base from scratch: Llama / ResFormer / SVFormer on a text corpus (the micro ladder).
 
     from doit.train.pretrain import parse_args, run
-    result = run(parse_args(["--config", "recipes/configs/pretrain/vanilla_xs.yaml", ...]))
+    result = run(parse_args(["--config", "recipes/configs/pretrain/xs.yaml", ...]))
 
 `main` is the command (`recipes/pretrain.py` and `doit pretrain` call it). The pieces: `args`
 (the run's arguments and their checks), `corpus` (documents -> packed blocks ->

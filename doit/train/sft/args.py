@@ -27,6 +27,10 @@ from doit.train import launch
 from doit.train.errors import ConfigError
 
 SCHEDULES = ("epochs", "steps")
+# Recipe keys that change how a run goes, not what it learns: left out of `training_identity`.
+EXECUTION_KEYS = ("output_dir", "run_name", "model_name_or_path", "doit_dir", "mix", "deepspeed",
+                  "report_to", "logging_steps", "disable_tqdm", "dataloader_num_workers",
+                  "dataloader_pin_memory", "per_device_eval_batch_size")  # fmt: skip
 SAVE_STRATEGIES = ("epoch",)
 EVAL_STRATEGIES = ("epoch", "no")
 HALF_DTYPES = ("bfloat16", "float16")
@@ -361,3 +365,39 @@ def resolve_schedule(args: RecipeArgs, n_train: int) -> dict:
         "min_steps": r.min_steps,
         "epochs_raised_for_min_steps": raised,
     }
+
+
+def planned_schedule(cfg: dict, n_train: int, world_size: int = 1) -> dict:
+    """`resolve_schedule` for a flat recipe mapping that is not parsed yet (the study runner's
+    plan estimates steps so): keys it leaves unset take the dataclasses' defaults, and
+    ``global_batch_size`` sets the gradient accumulation as `derived_overrides` does."""
+    from types import SimpleNamespace
+
+    from trl import SFTConfig
+
+    run_keys = {f.name for f in dataclasses.fields(DoitTrainArguments)}
+    run = DoitTrainArguments(**{k: v for k, v in cfg.items() if k in run_keys and v is not None})
+    defaults = {f.name: f.default for f in dataclasses.fields(SFTConfig)}
+    keys = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
+            "max_steps")  # fmt: skip
+    given = {k: defaults[k] if cfg.get(k) is None else cfg[k] for k in keys}
+    training = SimpleNamespace(world_size=world_size, **given)
+    if run.global_batch_size is not None:
+        training.gradient_accumulation_steps = accumulation_steps(
+            run.global_batch_size, training.per_device_train_batch_size, world_size
+        )
+    return resolve_schedule(SimpleNamespace(training=training, run=run), n_train)
+
+
+def training_identity(cfg: dict) -> dict:
+    """What decides a fine-tuning run's result, from its flat recipe mapping: every key but
+    `EXECUTION_KEYS`; the per-device batch size when ``global_batch_size`` fixes the batch
+    (it then only splits it); a mix's content rather than its path."""
+    out = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS}
+    if cfg.get("global_batch_size"):
+        out.pop("per_device_train_batch_size", None)
+    if cfg.get("mix"):
+        import yaml
+
+        out["mix_content"] = yaml.safe_load(Path(cfg["mix"]).read_text(encoding="utf-8")) or {}
+    return out
