@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from doit.data.load import load_items
 from doit.grid.evaluate import benchmark_rows, score_model, score_rows
 from doit.io import read_json
@@ -15,7 +17,7 @@ def test_a_model_loads_once_and_a_scored_split_is_read_back_not_redone(monkeypat
     lm = OracleLM(tok, load_items(FIXTURE, "valid") + load_items(FIXTURE, "test"))
     loads = []
     monkeypatch.setattr("doit.models.load_for_inference", lambda *a: loads.append(a) or (lm, tok))
-    grid = {"eval_batch_size": 4, "max_new_tokens": {"math": 64}}
+    grid = SimpleNamespace(eval_batch_size=4, max_new_tokens={"math": 64})
     first = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
     assert first["test"]["overall"] == 100.0 and first["valid"]["n_no_output"] == {}
     assert loads == [("m", None, "auto", "doit", 1)]  # one load for both splits
