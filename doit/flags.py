@@ -20,8 +20,8 @@ def spellings(name: str) -> list[str]:
     return [dashed] if dashed == underscored else [dashed, underscored]
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """Shows each flag's dashed spelling only."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each flag's dashed spelling only (descriptions as written)."""
 
     def _format_action_invocation(self, action):
         shown = [s for s in action.option_strings if "_" not in s] or action.option_strings

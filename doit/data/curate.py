@@ -143,11 +143,6 @@ def content_key(record: dict[str, Any]) -> str:
     return _key([(m["role"], _match_text(m["content"])) for m in record["messages"]])
 
 
-def question_key(record: dict[str, Any]) -> str:
-    """sha256 hex of the normalised user turns only: identity of the question."""
-    return _user_key(_user_texts(record))
-
-
 def _user_key(user_texts: list[str]) -> str:
     return _key([("user", t) for t in user_texts])
 

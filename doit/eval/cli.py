@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from doit.data.schema import DataError
+from doit.flags import ArgumentParser
 from doit.io import write_json
 
 
@@ -82,8 +83,8 @@ def cmd_bench(a) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m doit.eval", description="per-ability evaluation")
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m doit.eval", description="per-ability evaluation")
     sub = p.add_subparsers(dest="command", required=True)
     pr = sub.add_parser("predict", help="run the model once; write PRED.jsonl")
     pr.add_argument(

@@ -159,7 +159,3 @@ def math_answer(prediction: str) -> str | None:
         return None
     answer = re.sub(r"\s*或\s*", ", ", answer)
     return re.sub(r"\\?\$", "", answer).strip() or None
-
-
-def normalize_unicode(text: str) -> str:
-    return unicodedata.normalize("NFKC", text)

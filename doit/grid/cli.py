@@ -8,10 +8,10 @@ python -m doit.grid table runs/study/micro
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from doit.flags import ArgumentParser
 from doit.grid.cell import CellError
 from doit.grid.plan import Cell, PlanError
 from doit.grid.pretraining import PretrainingError
@@ -88,9 +88,8 @@ def cmd_run_cell(a) -> int:
     return 0 if work_cell(a.study, a.cell, a.threads) in ("done", "running") else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m doit.grid", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m doit.grid", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("plan", help="expand a grid into cells in a study folder")
     s.add_argument("grid", type=Path, help="a grid file (recipes/grids/*.yaml)")
