@@ -51,7 +51,7 @@ test-fast: $(VENV)/.installed check-cxx
 ladder: $(VENV)/.installed check-cxx
 	test -f $(DEMO_DIR)/pretrain/train.txt || $(PY) -m doit.data micro --out $(DEMO_DIR)
 	$(PY) -m doit.train.ladder --out $(LADDER_DIR) --seeds $(SEEDS) --jobs 2 --threads 1 -- --micro_dir $(DEMO_DIR)
-	$(PY) studies/value_residual_micro.py $(LADDER_DIR) --out $(LADDER_DIR)/analysis
+	$(PY) -m doit.analysis ladder $(LADDER_DIR) --out $(LADDER_DIR)/analysis
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check doit recipes tests bench studies
