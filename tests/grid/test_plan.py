@@ -121,7 +121,7 @@ SHIPPED_GRIDS = ["recipes/grids/demo.yaml", "recipes/grids/micro.yaml",
 
 @pytest.mark.parametrize("path", SHIPPED_GRIDS)
 def test_every_shipped_grid_loads_and_plans(tmp_path, path):
-    from tests.train.tiny import REPO
+    from tests.tiny import REPO
 
     grid = load_grid(REPO / path)
     name = Path(path).stem
