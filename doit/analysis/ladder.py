@@ -4,8 +4,9 @@ sanity checks and a verdict (``doit analysis ladder RUNS_OR_TABLE --out DIR``).
 
 Input, one row per finished pretraining run (``RUN_COLUMNS``): read from ladder run folders
 (``read_runs``: the "end" row of every ``<ladder>/<arch>_<size>/seed<k>/metrics.jsonl``) or
-from a CSV with those columns (``read_runs_table``; a pretraining-only grid's results give
-the same table). ``analyse(runs)`` returns a ``Ladder``:
+from a CSV with those columns (``read_runs_table``; a pretraining-only grid's
+``STUDY/pretraining.csv`` is one). ``analyse(runs)`` puts the rows in run-folder order and
+returns a ``Ladder``:
 
 - ``table``: per (arch, size): seeds, non-embedding parameters, final valid loss mean and SD
   over seeds, and the paired difference arch - base (same seed, hence same data order) as mean
@@ -130,9 +131,18 @@ def analyse(
 ) -> Ladder:
     if base not in set(runs.arch):
         raise ValueError(f"no {base} runs to compare against")
+    runs = in_folder_order(runs)
     table, fits = summarize(runs, base), fit_table(runs, base, replicates, seed)
     verdicts = [verdict(runs, table, fits, arch, base) for arch in sorted(set(runs.arch) - {base})]
     return Ladder(runs, table, fits, ladder_checks(runs, table), verdicts, base)
+
+
+def in_folder_order(runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows in their run folders' order (``<arch>_<size>/seed<k>``, sorted as paths), so that
+    a table in any row order gives the numbers, to the last bit, that the folders give."""
+    keys = [(f"{a}_{s}", f"seed{k}") for a, s, k in zip(runs.arch, runs["size"], runs.seed)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return runs.iloc[order].reset_index(drop=True)
 
 
 def write(ladder: Ladder, out) -> list[Path]:

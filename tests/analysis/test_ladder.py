@@ -134,13 +134,17 @@ def test_outputs_and_verdict(result):
         assert f"PASS: {arch} mean loss falls with size: xs " in verdict
 
 
-def test_a_runs_table_gives_what_the_run_folders_give(result, tmp_path):
+def test_a_runs_table_in_any_order_gives_what_the_run_folders_give(result, tmp_path):
+    """runs.csv, shuffled and with a pretraining table's extra columns: the same files."""
     out = result[0]
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 27 and list(runs.columns) == list(lad.RUN_COLUMNS)
-    again = lad.analyse(lad.read_runs_table(out / "runs.csv"), replicates=300)
+    table = runs.assign(cell=[f"c{i}" for i in range(27)], base="b").sample(frac=1, random_state=1)
+    table.to_csv(tmp_path / "pretraining.csv", index=False)
+    again = lad.analyse(lad.read_runs_table(tmp_path / "pretraining.csv"), replicates=300)
     assert again.text + "\n" == (out / "verdict.txt").read_text()
     assert again.fits.to_csv(index=False) == (out / "fits.csv").read_text()
+    assert again.table.to_csv(index=False) == (out / "table.csv").read_text()
 
 
 def test_a_bad_runs_table_names_the_file_line_and_column(tmp_path):
