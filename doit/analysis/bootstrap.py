@@ -11,8 +11,7 @@ items). Each replicate
    answers among the drawn items.
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
-pairing, and ``Counts.method`` says so. ``Counts.interval`` and ``Counts.difference`` give a
-point's score and the paired difference of two points with their bias-corrected 95% CIs.
+pairing, and ``Counts.method`` says so.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 POINT = ["base", "params", "construction", "mix", "n_per_ability", "n_total", "excluded_ability"]
 PAIRED, BINOMIAL = "paired item bootstrap", "binomial resampling of each cell (no per-item rows)"
@@ -54,17 +52,6 @@ class Counts:
             what = ", ".join(f"{k}={v}" for k, v in {"ability": ability, **where}.items())
             raise KeyError(f"{what} ({len(found)} points)")
         return int(found[0])
-
-    def interval(self, i: int) -> tuple[float, float, float]:
-        """Point ``i``'s score (0-100) and its 95% CI."""
-        score = float(self.points["score"].iloc[i])
-        return (score, *interval(score, 100 * self.k[:, i] / self.m[:, i]))
-
-    def difference(self, i: int, j: int) -> tuple[float, float, float]:
-        """Score of point ``i`` minus point ``j`` with its 95% CI (paired: the same draws)."""
-        d = float(self.points["score"].iloc[i] - self.points["score"].iloc[j])
-        reps = 100 * (self.k[:, i] / self.m[:, i] - self.k[:, j] / self.m[:, j])
-        return (d, *interval(d, reps))
 
 
 def bootstrap_counts(
@@ -127,24 +114,6 @@ def _without_items(rows: pd.DataFrame, items: pd.DataFrame, splits: tuple[str, .
     merged = rows[keys].astype(types).merge(have.astype(types), on=keys, how="left",
                                             indicator=True)  # fmt: skip
     return int(merged.loc[merged["_merge"] == "left_only", "cell"].nunique())
-
-
-def interval(point: float, reps, level: float = 0.95) -> tuple[float, float]:
-    """Bias-corrected percentile bootstrap interval: the percentiles are shifted by the share of
-    replicates below the point estimate (z0), which removes the median bias a nonlinear fit
-    gives plain percentile intervals."""
-    if reps is None or np.isnan(point):
-        return np.nan, np.nan
-    reps = np.asarray(reps, float)
-    reps = reps[~np.isnan(reps)]
-    if len(reps) == 0:
-        return np.nan, np.nan
-    below = (np.mean(reps < point) + np.mean(reps <= point)) / 2
-    z0 = norm.ppf(np.clip(below, 1 / len(reps), 1 - 1 / len(reps)))
-    z = norm.ppf((1 + level) / 2)
-    q = norm.cdf([2 * z0 - z, 2 * z0 + z]) * 100
-    lo, hi = np.percentile(reps, q)
-    return float(lo), float(hi)
 
 
 def _point_ids(rows: pd.DataFrame) -> pd.Series:

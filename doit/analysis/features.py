@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from doit.analysis.bootstrap import Counts, interval
+from doit.analysis.bootstrap import Counts
 from doit.analysis.fits import uniform
+from doit.analysis.sensitivity import interval
 
 LOO, PROXY = (
     "leave-one-out",
