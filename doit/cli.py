@@ -6,7 +6,6 @@
     doit sft --config recipes/configs/sft/micro/full.yaml ...   fine-tuning (= recipes/sft.py)
     doit eval predict|score|bench ...               evaluation (= python -m doit.eval)
     doit analysis run STUDY --out DIR               scaling analysis (= python -m doit.analysis)
-    doit analysis ladder RUNS --out DIR             the ladder's loss vs size (doit.analysis.ladder)
     doit grid plan|run|status ...                   a scaling study (= python -m doit.grid)
 
 ``doit COMMAND --help`` lists a command's options.

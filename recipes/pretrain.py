@@ -10,7 +10,7 @@ python recipes/pretrain.py --config recipes/configs/pretrain/resformer_xs.yaml \
 # The whole ladder, every (arch, size, seed) cell in one process, finished cells skipped
 ```bash
 python -m doit.train.ladder --out runs/ladder --seeds 0 1 2
-python -m doit.analysis ladder runs/ladder --out runs/ladder/analysis
+python studies/value_residual_micro.py runs/ladder --out runs/ladder/analysis
 ```
 
 # Another corpus (text: a document a line; JSONL: a "text" field) and tokenizer, two CPU ranks
