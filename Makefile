@@ -59,7 +59,7 @@ ladder: $(VENV)/.installed check-cxx
 	  --set doit_dir=$(DEMO_DIR) --set bases_dir=$(LADDER_DIR) \
 	  --set "pretrain_seed=[$(subst $(space),$(comma),$(strip $(SEEDS)))]"
 	$(PY) -m doit.grid run $(LADDER_STUDY) --max-parallel 2 --threads 1
-	$(PY) studies/value_residual_micro.py $(LADDER_DIR) --out $(LADDER_DIR)/analysis
+	$(PY) -m doit.analysis ladder $(LADDER_DIR) --out $(LADDER_DIR)/analysis
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check doit recipes tests bench studies

@@ -17,15 +17,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from doit.analysis.cli import main  # noqa: E402
+from doit.analysis.synthetic import BASES, Curve, planted_study  # noqa: E402
 from doit.data.abilities import ABILITY_KEYS  # noqa: E402
 from doit.grid.results import write_shard  # noqa: E402
-from tests.analysis.synthetic import BASES, Curve, study  # noqa: E402
 
 
 def paper_sized(folder: Path) -> None:
     curves = {a: Curve(a=-1.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.05 * (i % 4))
               for i, a in enumerate(ABILITY_KEYS)}  # fmt: skip
-    table, items, _ = study(curves, bases=BASES, n_items=100, rng=0)
+    table, items, _ = planted_study(curves, bases=BASES, n_items=100, rng=0)
     for cell, df in table.groupby("cell"):
         write_shard(folder, cell, df)
     for cell, df in items.groupby("cell"):

@@ -32,7 +32,9 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the tests' tiny base and grid
+FIXTURE = REPO / "tests" / "fixtures" / "doit_download"
+SFT = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
+sys.path.insert(0, str(REPO))  # doit from this checkout
 
 from doit.grid import read_results  # noqa: E402
 from doit.grid.plan import read_plan, write_plan  # noqa: E402
@@ -41,12 +43,13 @@ from doit.grid.spec import load_grid  # noqa: E402
 
 
 def tiny_grid(work: Path) -> Path:
-    """The tests' tiny three-cell grid (tests/grid/conftest.py)."""
-    from tests.grid.conftest import grid_dict, write_grid
-    from tests.train.tiny import make_base
+    """The grid tests' three-cell grid (doit.testing.tiny_grid) on their tiny base: a byte-level
+    BPE of 384 tokens on the fixture DoIT download's files and a random 2-layer Llama."""
+    from doit.testing import byte_bpe, file_texts, save_tiny_base, write_grid
+    from doit.testing import tiny_grid as three_cells
 
-    base = make_base(work / "base")
-    return write_grid(work / "grid.yaml", grid_dict(base))
+    base = save_tiny_base(work / "base", byte_bpe(file_texts(FIXTURE), 384))
+    return write_grid(work / "grid.yaml", three_cells(base, FIXTURE, SFT))
 
 
 def start(study: Path, cache: Path, max_parallel: int) -> subprocess.Popen:

@@ -102,35 +102,11 @@ def write_corpus(root: Path, per_ability: int, seed: int = 0) -> Path:
 
 
 def make_base(out: Path, corpus: Path) -> Path:
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    """A byte-level BPE of 512 tokens on the corpus files and a random 4-layer Llama of width 128."""
+    from doit.testing import byte_bpe, file_texts, save_tiny_base
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=512,
-        special_tokens=["<pad>", "</s>"],
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train([str(p) for p in sorted(corpus.rglob("*.json"))], trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>")
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=2048,
-        tie_word_embeddings=False,
-    )
-    LlamaForCausalLM(config).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    tokenizer = byte_bpe(file_texts(corpus), 512, model_max_length=2048)
+    return save_tiny_base(out, tokenizer, hidden=128, layers=4, kv_heads=4, max_positions=2048)
 
 
 def run(strategy: str, base: Path, corpus: Path, out: Path, args) -> dict:

@@ -21,36 +21,23 @@ import time
 
 import torch
 
-from doit.models import (
-    ResFormerConfig,
-    ResFormerForCausalLM,
-    cache_nbytes,
-    saved_activation_bytes,
-)
+from doit.models import ResFormerForCausalLM, cache_nbytes, saved_activation_bytes
+from doit.testing import tiny_model
 
-VARIANTS = {
-    "vanilla": {"value_mode": "vanilla"},
-    "resformer": {"value_mode": "resformer"},
-    "resformer-learnable": {"value_mode": "resformer", "value_learnable": True},
-    "svformer": {"value_mode": "svformer"},
+VARIANTS = {  # name: (value mode, extra config fields)
+    "vanilla": ("vanilla", {}),
+    "resformer": ("resformer", {}),
+    "resformer-learnable": ("resformer", {"value_learnable": True}),
+    "svformer": ("svformer", {}),
 }
 
 
-def build(fields: dict, args) -> ResFormerForCausalLM:
-    torch.manual_seed(0)
-    config = ResFormerConfig(
-        hidden_size=args.hidden,
-        intermediate_size=int(3.5 * args.hidden),
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.hidden // 32,
-        vocab_size=args.vocab,
-        max_position_embeddings=args.seq + 64,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-        **fields,
-    )
-    return ResFormerForCausalLM._from_config(config, attn_implementation="sdpa")
+def build(mode: str, fields: dict, args) -> ResFormerForCausalLM:
+    heads = args.hidden // 32
+    return tiny_model(mode, "sdpa", seed=0, hidden_size=args.hidden,
+                      intermediate_size=int(3.5 * args.hidden), num_hidden_layers=args.layers,
+                      num_attention_heads=heads, num_key_value_heads=heads, vocab_size=args.vocab,
+                      max_position_embeddings=args.seq + 64, **fields)  # fmt: skip
 
 
 def train_step(model, optimizer, ids) -> float:
@@ -85,7 +72,7 @@ def main(args) -> None:
     ids = torch.randint(
         0, args.vocab, (args.batch, args.seq), generator=torch.Generator().manual_seed(0)
     )
-    models = {name: build(fields, args).train() for name, fields in VARIANTS.items()}
+    models = {name: build(*variant, args).train() for name, variant in VARIANTS.items()}
     optimizers = {n: torch.optim.AdamW(m.parameters(), lr=1e-4) for n, m in models.items()}
     times = {name: [] for name in models}
     for step in range(args.warmup + args.steps):

@@ -5,7 +5,8 @@ kinds, validation, subsets, mixes, the micro world), ``doit.models`` (ResFormer/
 format, the one model loader), ``doit.train`` (fine-tuning and pretraining), ``doit.eval``
 (prediction and scoring), ``doit.grid`` (a whole study: plan, run, results table) and
 ``doit.analysis`` (fits, sensitivities, features, predictions, report). ``doit.io`` is the
-project's file I/O. Subpackages are imported lazily (``doit.models`` registers ``model_type:
+project's file I/O; ``doit.testing`` builds tiny tokenizers, models and bases in-process for the
+tests and benches. Subpackages are imported lazily (``doit.models`` registers ``model_type:
 resformer`` with the transformers Auto classes; data-only users never pay for torch).
 """
 

@@ -5,6 +5,7 @@
     doit sft --config recipes/configs/sft/micro/full.yaml ...   fine-tuning (= recipes/sft.py)
     doit eval predict|score|bench ...               evaluation (= python -m doit.eval)
     doit analysis run STUDY --out DIR               scaling analysis (= python -m doit.analysis)
+    doit analysis ladder RUNS --out DIR             the base ladder's loss vs size (make ladder)
     doit grid plan|run|status|table ...             a scaling study, or the base ladder
                                                     (recipes/grids/ladder.yaml; = python -m doit.grid)
 

@@ -12,7 +12,7 @@ python recipes/pretrain.py --config recipes/configs/pretrain/xs.yaml --value_mod
 # finished bases skipped), then its analysis
 ```bash
 make ladder SEEDS="0 1 2"
-python studies/value_residual_micro.py runs/ladder --out runs/ladder/analysis
+python -m doit.analysis ladder runs/ladder --out runs/ladder/analysis
 ```
 
 # Another corpus (text: a document a line; JSONL: a "text" field) and tokenizer, two CPU ranks

@@ -1,12 +1,14 @@
-"""Paired bootstrap of the selected test scores: replicate counts of correct items per grid point.
+"""Paired bootstrap of the selected scores: replicate counts of correct items per grid point.
 
 A *grid point* is a cell without its seed (base, construction, mix, n, excluded ability); its
-seeds are pooled. Each replicate
+seeds are pooled. The scored items are those of ``splits`` (default the test split; a study with
+few items pools valid and test, as the micro study does: items of different splits are distinct
+items). Each replicate
 
 1. resamples, per point with >= 2 seeds, its seeds with replacement (seeds first), then
-2. resamples one set of test item ids per ability, shared by every cell (the same items
-   appear in every cell, so differences between cells are paired), and counts each cell's
-   correct answers among the drawn items.
+2. resamples one set of item ids per ability, shared by every cell (the same items appear in
+   every cell, so differences between cells are paired), and counts each cell's correct
+   answers among the drawn items.
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
 pairing, and ``Counts.method`` says so.
@@ -25,7 +27,7 @@ PAIRED, BINOMIAL = "paired item bootstrap", "binomial resampling of each cell (n
 
 @dataclass
 class Counts:
-    """``points``: one row per (grid point, ability) on the test split, with the pooled
+    """``points``: one row per (grid point, ability) over the scored splits, with the pooled
     ``k`` correct of ``m`` items, ``score`` (= 100 k / m), ``chance`` and ``seeds``;
     ``k``/``m``: (replicates, points) arrays, column i for row i of ``points``."""
 
@@ -38,32 +40,47 @@ class Counts:
     def replicates(self) -> int:
         return self.k.shape[0]
 
+    def column(self, ability: str, **where) -> int:
+        """The index of the one point of ``ability`` whose columns equal ``where``
+        (e.g. ``base="s", n_per_ability=256``); KeyError naming it when there is none."""
+        pts = self.points
+        mask = pts["ability"] == ability
+        for key, value in where.items():
+            mask &= pts[key] == value
+        found = np.flatnonzero(mask.fillna(False).to_numpy(dtype=bool))
+        if len(found) != 1:
+            what = ", ".join(f"{k}={v}" for k, v in {"ability": ability, **where}.items())
+            raise KeyError(f"{what} ({len(found)} points)")
+        return int(found[0])
+
 
 def bootstrap_counts(
     selected: pd.DataFrame,
     items: pd.DataFrame | None = None,
     replicates: int = 1000,
     seed: int = 0,
-    split: str = "test",
+    splits: tuple[str, ...] = ("test",),
 ) -> Counts:
     rng = np.random.default_rng(seed)
-    rows = selected[(selected["split"] == split) & selected["n_items"].notna()].copy()
+    splits = (splits,) if isinstance(splits, str) else tuple(splits)
+    rows = selected[selected["split"].isin(splits) & selected["n_items"].notna()].copy()
     rows = rows[rows["n_items"] > 0]
     paired, method = items is not None and len(items) > 0, BINOMIAL
     if paired:
-        lacking = _without_items(rows, items, split)
+        lacking = _without_items(rows, items, splits)
         if lacking:
             paired = False
             method = (f"binomial resampling of each cell (per-item rows missing for {lacking} "
                       "of the selected cells)")  # fmt: skip
     if not paired:  # a null score (items without a prediction) has no count to redraw
         rows = rows[rows["score"].notna()]
+    rows = _pool_splits(rows)
     rows["point"] = _point_ids(rows)
     parts, kk, mm = [], [], []
     for ability, block in rows.groupby("ability", sort=True):
         block = block.sort_values(["point", "seed", "cell"], ignore_index=True)
         if paired:
-            k_cell, m_cell, k0, m0 = _paired(block, items, ability, split, replicates, rng)
+            k_cell, m_cell, k0, m0 = _paired(block, items, ability, splits, replicates, rng)
         else:
             k_cell, m_cell, k0, m0 = _binomial(block, replicates, rng)
         pts, k, m = _pool_seeds(block, k_cell, m_cell, k0, m0, rng)
@@ -71,18 +88,31 @@ def bootstrap_counts(
         kk.append(k)
         mm.append(m)
     if not parts:
-        raise ValueError(f"no scored {split!r} rows to analyse")
+        raise ValueError(f"no scored {' or '.join(map(repr, splits))} rows to analyse")
     points = pd.concat(parts, ignore_index=True)
     return Counts(points, np.hstack(kk), np.hstack(mm), PAIRED if paired else method)
 
 
-def _without_items(rows: pd.DataFrame, items: pd.DataFrame, split: str) -> int:
-    """How many selected cells lack per-item rows for some ability they have a score for."""
+def _pool_splits(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, epoch, ability): ``n_items`` and the correct count ``k_items``
+    (from ``score``) summed over the scored splits."""
+    rows = rows.assign(k_items=np.round(rows["score"].astype(float) / 100 * rows["n_items"]))
+    if not rows.duplicated(["cell", "epoch", "ability"]).any():
+        return rows
     keys = ["cell", "epoch", "ability"]
-    have = items.loc[items["split"] == split, keys].drop_duplicates()
-    have = have.astype({"cell": "string", "ability": "string", "epoch": float})
-    want = rows[keys].astype({"cell": "string", "ability": "string", "epoch": float})
-    merged = want.merge(have, on=keys, how="left", indicator=True)
+    sums = rows.groupby(keys, sort=False)[["n_items", "k_items"]].sum(min_count=1)
+    first = rows.drop(columns=["n_items", "k_items"]).drop_duplicates(keys)
+    return first.merge(sums.reset_index(), on=keys, how="left")
+
+
+def _without_items(rows: pd.DataFrame, items: pd.DataFrame, splits: tuple[str, ...]) -> int:
+    """How many selected cells lack per-item rows for some split and ability they have a
+    score for."""
+    keys = ["cell", "epoch", "split", "ability"]
+    have = items.loc[items["split"].isin(splits), keys].drop_duplicates()
+    types = {"cell": "string", "split": "string", "ability": "string", "epoch": float}
+    merged = rows[keys].astype(types).merge(have.astype(types), on=keys, how="left",
+                                            indicator=True)  # fmt: skip
     return int(merged.loc[merged["_merge"] == "left_only", "cell"].nunique())
 
 
@@ -90,12 +120,12 @@ def _point_ids(rows: pd.DataFrame) -> pd.Series:
     return rows.groupby(POINT, dropna=False, sort=True).ngroup()
 
 
-def _paired(block, items, ability, split, replicates, rng):
+def _paired(block, items, ability, splits, replicates, rng):
     """Per cell: (R, cells) correct counts and items scored under shared item draws."""
-    mine = items[(items["ability"] == ability) & (items["split"] == split)]
+    mine = items[(items["ability"] == ability) & items["split"].isin(splits)]
     keys = block[["cell", "epoch"]].assign(row=np.arange(len(block)))
     mine = mine.merge(keys, on=["cell", "epoch"], how="inner")
-    codes = mine.groupby(["type", "idx"], sort=True).ngroup().to_numpy()
+    codes = mine.groupby(["split", "type", "idx"], sort=True).ngroup().to_numpy()
     n = int(codes.max()) + 1 if len(codes) else 0
     correct = np.zeros((len(block), n))
     present = np.zeros((len(block), n))
@@ -105,7 +135,7 @@ def _paired(block, items, ability, split, replicates, rng):
     missing = present.sum(1) == 0
     if missing.any():
         cells = ", ".join(block.loc[missing, "cell"].astype(str)[:3])
-        raise ValueError(f"per-item rows are missing for {ability} {split} in cell(s) {cells}")
+        raise ValueError(f"per-item rows are missing for {ability} in cell(s) {cells}")
     draws = rng.integers(0, n, size=(replicates, n)) + n * np.arange(replicates)[:, None]
     weights = np.bincount(draws.ravel(), minlength=replicates * n).reshape(replicates, n)
     return weights @ correct.T, weights @ present.T, correct.sum(1), present.sum(1)
@@ -113,7 +143,7 @@ def _paired(block, items, ability, split, replicates, rng):
 
 def _binomial(block, replicates, rng):
     m0 = block["n_items"].to_numpy(dtype=float)
-    k0 = np.round(block["score"].to_numpy(dtype=float, na_value=0.0) / 100 * m0)
+    k0 = block["k_items"].to_numpy(dtype=float, na_value=0.0)
     k = rng.binomial(m0.astype(int), k0 / m0, size=(replicates, len(m0))).astype(float)
     return k, np.broadcast_to(m0, k.shape).copy(), k0, m0
 
@@ -121,18 +151,27 @@ def _binomial(block, replicates, rng):
 def _pool_seeds(block, k_cell, m_cell, k0, m0, rng):
     """Sum each point's seeds, resampling seeds with replacement per replicate (>= 2 seeds)."""
     replicates = k_cell.shape[0]
-    out, ks, ms = [], [], []
-    for _, idx in block.groupby("point", sort=True).indices.items():
-        first = block.iloc[idx[0]]
+    groups = list(block.groupby("point", sort=True).indices.values())
+    columns = [*POINT, "ability", "arch"]
+    firsts = block.iloc[[idx[0] for idx in groups]]  # a point's columns, nulls kept as pd.NA
+    firsts = [
+        dict(zip(columns, row)) for row in zip(*(firsts[c].to_numpy(object) for c in columns))
+    ]
+    chance = block["chance"].astype(float)
+    cells = block["cell"].astype(str).to_numpy()
+    means, k, m, seeds, names, ks, ms = [], [], [], [], [], [], []
+    for idx in groups:
         if len(idx) >= 2:
             w = rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=replicates)
         else:
             w = np.ones((replicates, 1))
         ks.append((w * k_cell[:, idx]).sum(1))
         ms.append((w * m_cell[:, idx]).sum(1))
-        row = {c: first[c] for c in [*POINT, "ability", "arch"]}
-        k, m = k0[idx].sum(), m0[idx].sum()
-        chance = block.iloc[idx]["chance"].astype(float).mean()
-        out.append({**row, "chance": chance, "k": k, "m": m, "score": 100 * k / m,
-                    "seeds": len(idx), "cells": ",".join(block.iloc[idx]["cell"].astype(str))})  # fmt: skip
+        means.append(chance.iloc[idx].mean())
+        k.append(k0[idx].sum())
+        m.append(m0[idx].sum())
+        seeds.append(len(idx))
+        names.append(",".join(cells[idx]))
+    out = [{**row, "chance": c, "k": k_, "m": m_, "score": 100 * k_ / m_, "seeds": n, "cells": cs}
+           for row, c, k_, m_, n, cs in zip(firsts, means, k, m, seeds, names)]  # fmt: skip
     return pd.DataFrame(out), np.column_stack(ks), np.column_stack(ms)

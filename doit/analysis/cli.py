@@ -8,8 +8,9 @@ figures and a report from a study folder or a results table.
     python -m doit.analysis predict TABLE --out DIR
     python -m doit.analysis plot TABLE --out DIR
     python -m doit.analysis report TABLE --out DIR
+    python -m doit.analysis ladder RUNS_OR_TABLE... --out DIR [--base-arch vanilla] [--replicates 2000]
 
-Outputs and definitions: doit/analysis/README.md.
+Outputs and definitions: doit/analysis/README.md (``ladder``: doit/analysis/ladder.py).
 """
 
 from __future__ import annotations
@@ -41,14 +42,22 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--data", help="DoIT data folder for Complexity (and ground_truth.json)")
         s.add_argument("--adapter", default=None, help=argparse.SUPPRESS)
         s.add_argument("--chat-format", default="doit", help="chat format for an untuned base")
+    s = sub.add_parser("ladder", help="loss vs size of a pretraining ladder (ladder.py)")
+    s.add_argument("sources", nargs="+",
+                   help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs")  # fmt: skip
+    s.add_argument("--out", required=True, type=Path, help="output folder")
+    s.add_argument("--base-arch", "--base_arch", default="vanilla",
+                   help="the architecture the others are paired with")  # fmt: skip
+    s.add_argument("--replicates", type=int, default=2000, help="seed bootstrap replicates")
+    s.add_argument("--seed", type=int, default=0)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return run(args)
-    except (ResultsError, ValueError) as e:
+        return ladder(args) if args.step == "ladder" else run(args)
+    except (ResultsError, ValueError, FileNotFoundError) as e:
         print(f"doit analysis: {e}", file=sys.stderr)
         return 2
 
@@ -94,6 +103,18 @@ def run(args) -> int:
             print(f"note: {line}")
     if step in ("run", "report"):
         print(f"report: {out / 'report.html'}")
+    return 0
+
+
+def ladder(args) -> int:
+    from doit.analysis import ladder as lad
+
+    result = lad.analyse(lad.load_runs(args.sources), args.base_arch, args.replicates, args.seed)
+    written = lad.write(result, args.out)
+    print(result.table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    print(f"\n{result.text}\n")
+    for path in written:
+        print(path)
     return 0
 
 

@@ -5,7 +5,10 @@
   it is not fitted), the fitted curve and its 95% band where a fit exists, the chance line;
 - ``macro``: the macro average over abilities, the same way;
 - ``sensitivity_features``: each sensitivity against Complexity and Transference, labelled;
-- ``heatmap``: per ability, the observed score over base x n.
+- ``heatmap``: per ability, the observed score over base x n;
+- ``loss_vs_params`` (a pretraining ladder, ``doit.analysis.ladder``): final validation loss
+  against non-embedding parameters per arch with its log-log fit, and each arch's seed-paired
+  difference from the base arch.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from doit.analysis.fits import uniform  # noqa: E402
@@ -217,3 +221,36 @@ def save_all(a, out: Path) -> dict[str, Path]:
         plt.close(fig)
         paths[name] = folder / f"{name}.png"
     return paths
+
+
+def loss_vs_params(ladder) -> plt.Figure:
+    """Left: mean +- SD over seeds of the final valid loss per (arch, size) and each arch's
+    fitted line (log-log); right: arch - base, paired by seed, mean +- SD."""
+    table, fits, base = ladder.table, ladder.fits, ladder.base
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for i, (arch, rows) in enumerate(table.groupby("arch")):
+        color = f"C{i}"
+        left.errorbar(rows.params_non_embedding, rows.valid_loss_mean, yerr=rows.valid_loss_sd,
+                      fmt="o", color=color, capsize=3, label=arch)  # fmt: skip
+        fit = fits[fits.arch == arch]
+        if not fit.empty:
+            n = np.geomspace(rows.params_non_embedding.min(), rows.params_non_embedding.max(), 50)
+            a, b = fit.iloc[0].intercept, fit.iloc[0].slope
+            left.plot(n, np.exp(a + b * np.log(n)), color=color, lw=1,
+                      label=f"{arch} fit, slope {b:.3f}")  # fmt: skip
+        if arch != base:
+            right.errorbar(rows.params_non_embedding, rows[f"diff_vs_{base}_mean"],
+                           yerr=rows[f"diff_vs_{base}_sd"], fmt="o-", color=color, capsize=3,
+                           label=f"{arch} - {base}")  # fmt: skip
+    left.set(xscale="log", yscale="log", xlabel="non-embedding parameters",
+             ylabel="final validation loss (nats)", title="loss vs size (mean +- SD over seeds)")  # fmt: skip
+    right.axhline(0, color="grey", lw=0.8)
+    right.set(xscale="log", xlabel="non-embedding parameters (of the arch)",
+              ylabel=f"loss difference vs {base} (nats)", title="paired by seed: mean +- SD")  # fmt: skip
+    plain = matplotlib.ticker.FormatStrFormatter("%.2f")
+    left.yaxis.set_major_formatter(plain)
+    left.yaxis.set_minor_formatter(plain)
+    left.legend(fontsize=7)
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -10,6 +10,10 @@ Rules (``RULES``):
 
 A cell with no eligible epoch (fewer than 5 epochs, no validation rows, or an n = 0 base cell)
 falls back to its last epoch; ``fallback`` records it, ``rule`` names the rule on every row.
+
+The reported splits are every split but ``valid`` unless ``splits`` names them; ``valid`` may
+be reported only under ``last``, the one rule that does not choose by it (a study with few
+items pools valid and test, as the micro study does).
 """
 
 from __future__ import annotations
@@ -23,14 +27,22 @@ RULES = ("study", "study-per-ability", "best-valid", "last")
 MIN_EPOCH = 5.0
 
 
-def select_checkpoints(table: pd.DataFrame, rule: str = "study") -> pd.DataFrame:
-    """The reported rows (every split but ``valid``) of each cell's selected checkpoint, with
-    ``rule``, ``selected_epoch`` and ``fallback`` columns."""
+def select_checkpoints(
+    table: pd.DataFrame, rule: str = "study", splits: tuple[str, ...] | None = None
+) -> pd.DataFrame:
+    """The reported rows (``splits``; default every split but ``valid``) of each cell's selected
+    checkpoint, with ``rule``, ``selected_epoch`` and ``fallback`` columns."""
     if rule not in RULES:
         raise ValueError(f"checkpoint rule {rule!r}: expected one of {', '.join(RULES)}")
+    if splits is not None and "valid" in splits and rule != "last":
+        raise ValueError(f"checkpoint rule {rule!r} chooses by the valid split, so it cannot "
+                         "also report it (use rule 'last' to report valid)")  # fmt: skip
     chosen = _chosen_epochs(table, rule)  # cell[, ability] -> epoch, fallback
     keys = ["cell", "ability"] if rule == "study-per-ability" else ["cell"]
-    reported = table[table["split"] != "valid"]
+    if splits is None:
+        reported = table[table["split"] != "valid"]
+    else:
+        reported = table[table["split"].isin(splits)]
     out = reported.merge(chosen, on=keys, how="inner")
     out = out[out["epoch"] == out["selected_epoch"]].copy()
     out["rule"] = rule

@@ -4,7 +4,7 @@ The runner writes a pretraining cell's row once its base is DONE, from DONE's "e
 (`doit.train.pretrain`), atomically: ``STUDY/pretraining/<cell>.parquet``; the row, written
 last, is what marks the cell done. `read_pretraining` gathers and validates the rows (or reads
 one table file); `write_csv` writes ``STUDY/pretraining.csv``, for people (at the end of
-``run``). The columns are the old ``ladder.jsonl``'s and ``studies/value_residual_micro.py``'s.
+``run``). The columns are the old ``ladder.jsonl``'s, and what ``doit.analysis.ladder`` reads.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ def test_candidates_per_answer_kind(items):
 @pytest.mark.slow
 def test_complexity_on_a_tiny_model(items):
     from doit.analysis.features import complexity
-    from tests.tiny import byte_bpe_tokenizer, tiny_llama
+    from doit.testing import tiny_llama
+    from tests.tiny import byte_bpe_tokenizer
 
     tok = byte_bpe_tokenizer()
     out = complexity(tiny_llama(tok).eval(), tok, items).set_index("ability")

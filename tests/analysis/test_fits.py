@@ -15,7 +15,7 @@ from doit.analysis.fits import (
 )
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import SATURATED, first_reaching, saturation, sensitivities
-from tests.analysis.synthetic import Curve, study
+from doit.analysis.synthetic import Curve, planted_study
 
 X8 = 4.0 ** np.arange(1, 9)
 
@@ -115,7 +115,7 @@ def test_no_plateau_means_the_free_ceiling_is_rarely_chosen():
 def test_cis_shrink_as_items_grow():
     widths = []
     for items in (50, 400):
-        table, it, _ = study({"biology": Curve()}, n_items=items, rng=2, epochs=(10.0,))
+        table, it, _ = planted_study({"biology": Curve()}, n_items=items, rng=2, epochs=(10.0,))
         sens, _ = sensitivities(fit_grid(bootstrap_counts(select_checkpoints(table), it, 200)))
         r = sens.iloc[0]
         widths.append((r.data_sensitivity_hi - r.data_sensitivity_lo, r.mde_data))
@@ -127,7 +127,9 @@ def test_sensitivity_cis_cover_the_truth_in_89_to_99_percent_of_100_studies():
     """One ability, 2 bases, 6 n, 300 items per cell, 200 replicates per study."""
     hits = {"data_sensitivity": 0, "size_sensitivity": 0}
     for i in range(100):
-        table, items, truth = study({"biology": Curve()}, n_items=300, rng=i, epochs=(10.0,))
+        table, items, truth = planted_study(
+            {"biology": Curve()}, n_items=300, rng=i, epochs=(10.0,)
+        )
         counts = bootstrap_counts(select_checkpoints(table), items, 200, seed=i)
         sens, _ = sensitivities(fit_grid(counts))
         for col in hits:

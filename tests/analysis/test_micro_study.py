@@ -1,29 +1,27 @@
-"""studies/micro_study/targets.py: valid+test pooled, seeds averaged, paired CIs, the checks."""
+"""The micro study's scores (doit.analysis.targets over the library's selection and bootstrap):
+valid and test pooled as distinct items, seeds pooled, paired CIs, the targets; and the rerun
+script studies/micro_study/targets.py end to end."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from doit.grid.results import frame, write_shard
+from doit.analysis import targets
+from doit.analysis.bootstrap import bootstrap_counts
+from doit.analysis.select import select_checkpoints
+from doit.grid.results import frame, read_results, write_shard
 
 REPO = Path(__file__).resolve().parents[2]
 ABILITIES = ("biology", "history", "chinese", "code", "creative_writing", "understanding",
              "role_play", "reasoning", "math", "ethics")  # fmt: skip
 CHANCE = {a: 0.25 for a in ABILITIES} | {"math": 0.0, "ethics": 0.2}
-
-
-def targets_module():
-    spec = importlib.util.spec_from_file_location(
-        "targets", REPO / "studies" / "micro_study" / "targets.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def accuracy(ability: str, base: str, n: int) -> float:
@@ -72,26 +70,76 @@ def study(tmp_path_factory):
     return root
 
 
-def test_scores_pool_valid_and_test_and_average_the_seeds(study):
-    t = targets_module()
-    wide = t.item_matrix(study / "study")
-    assert wide.shape == (16, 10 * 200)  # 2 bases x 4 n x 2 seeds; 200 items per ability
-    boot = t.bootstrap(wide, np.random.default_rng(0), 200)
-    point, reps = boot["biology"]
-    by_hand = wide["biology"].loc[("big", 256)].to_numpy().mean() * 100
-    assert point[("big", 256)] == pytest.approx(by_hand)
-    assert reps.shape == (200, 8)
-    lo, hi = t.ci(reps[("big", 256)].to_numpy())
-    assert lo < point[("big", 256)] < hi and hi - lo < 12  # 400 answers: a CI of a few points
+@pytest.fixture(scope="module")
+def counts(study):
+    return targets.micro_scores(study / "study", replicates=300)
 
 
-def test_the_checks_find_what_was_planted(study, capsys):
-    t = targets_module()
-    assert t.main([str(study / "study"), "--data", str(study / "data"), "--small", "small",
-                   "--large", "big", "--replicates", "300", "--out", str(study / "out")]) == 0  # fmt: skip
-    report = (study / "out" / "targets.md").read_text()
-    checks = {line[6:].split(":")[0]: line[3] for line in report.splitlines() if line[:3] == "- ["}
-    assert checks["size responds"] == "x"  # 10 points planted on 400 paired answers
-    assert checks["data responds"] == "x"  # +0.3 from n = 4 to n = 256
-    assert checks["plateau"] == "x"  # the last plateau check: creative_writing 64 vs 256 (+2)
-    assert "- [-]" not in report  # every compared cell is present
+def truth(study) -> dict:
+    return json.loads((study / "data" / "ground_truth.json").read_text())["abilities"]
+
+
+def test_scores_pool_valid_and_test_as_distinct_items_and_pool_the_seeds(study, counts):
+    assert counts.k.shape == (300, 10 * 8)  # 10 abilities x 2 bases x 4 n
+    # 100 valid + 100 test items (the same idx in both splits: distinct items) x 2 seeds
+    assert (counts.points["m"] == 400).all() and (counts.points["seeds"] == 2).all()
+    items = read_results(study / "study", per_item=True)
+    mine = items[(items.ability == "biology") & items.cell.str.startswith("big-n0256")]
+    i = counts.column("biology", base="big", n_per_ability=256)
+    score, lo, hi = targets.score_interval(counts, i)
+    assert len(mine) == 400 and score == pytest.approx(100 * mine.correct.mean())
+    assert lo < score < hi and hi - lo < 12  # 400 answers: a CI of a few points
+    # the library's default scores the test split alone
+    test_only = bootstrap_counts(select_checkpoints(read_results(study / "study"), "last"), items,
+                                 replicates=50)  # fmt: skip
+    assert (test_only.points["m"] == 200).all()
+
+
+def test_differences_are_paired_over_both_splits():
+    """Cell b answers what a answers plus 10 of a's wrong items per split: one shared draw of
+    the 200 pooled items gives a narrow CI for b - a; independent draws would not."""
+    rng = np.random.default_rng(1)
+    rows, items = [], []
+    for split in ("valid", "test"):
+        a = rng.random(100) < 0.5
+        b = a.copy()
+        b[np.flatnonzero(~a)[:10]] = True
+        for cell, hits, n in (("a", a, 4), ("b", b, 16)):
+            items += [{"cell": cell, "epoch": 5.0, "split": split, "ability": "biology",
+                       "type": "biology", "idx": i, "correct": bool(h)} for i, h in enumerate(hits)]  # fmt: skip
+            rows.append({"cell": cell, "base": "s", "arch": "vanilla", "params": 1,
+                         "construction": "curated", "n_per_ability": n, "n_total": n, "seed": 0,
+                         "epoch": 5.0, "step": 1, "split": split, "ability": "biology",
+                         "score": 100 * hits.mean(), "n_items": 100, "chance": 25.0})  # fmt: skip
+    selected = select_checkpoints(frame(rows), "last", splits=targets.SPLITS)
+    counts = bootstrap_counts(selected, frame(items, per_item=True), 500, splits=targets.SPLITS)
+    d, lo, hi = targets.diff(counts, "biology", ("s", 16), ("s", 4))
+    assert d == pytest.approx(10.0) and 4 < lo < d < hi < 16  # unpaired: lo near 0
+    assert targets.difference(counts, 0, 0) == (0.0, 0.0, 0.0)
+    with pytest.raises(KeyError, match="n_per_ability=64"):
+        targets.diff(counts, "biology", ("s", 64), ("s", 4))
+
+
+def test_the_checks_find_what_was_planted(study, counts):
+    checks = {name.split(":")[0]: ok for name, ok, _ in
+              targets.check_targets(counts, truth(study), "small", "big", 4, 256)}  # fmt: skip
+    assert checks["size responds"] is True  # 10 points planted on 400 paired answers
+    assert checks["data responds"] is True  # +0.3 from n = 4 to n = 256
+    assert checks["plateau"] is True  # the last plateau check: creative_writing 64 vs 256 (+2)
+    assert None not in checks.values()  # every compared cell is present
+    missing = targets.check_targets(counts, truth(study), "small", "huge", 4, 256)
+    assert [ok for name, ok, _ in missing if name.startswith("size")] == [None]
+
+
+def test_the_rerun_script_writes_the_table_and_the_checks(study):
+    out = study / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, str(REPO / "studies" / "micro_study" / "targets.py"),
+                           str(study / "study"), "--data", str(study / "data"), "--small", "small",
+                           "--large", "big", "--replicates", "100", "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = (out / "targets.md").read_text()
+    assert report == proc.stdout and "| biology | 25.0 |" in report
+    assert "- [x] size responds" in report and "- [-]" not in report
+    assert len((out / "scores.csv").read_text().splitlines()) == 1 + 10 * 8

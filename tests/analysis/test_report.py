@@ -9,8 +9,8 @@ import pytest
 from doit.analysis import plots
 from doit.analysis.cli import main
 from doit.analysis.pipeline import Analysis
+from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.grid.results import write_shard
-from tests.analysis.synthetic import BASES, Curve, study
 
 CURVES = {"biology": Curve(), "code": Curve(a=-2, b_data=0.6), "ethics": Curve(a=-1, b_data=0.05)}
 
@@ -18,7 +18,7 @@ CURVES = {"biology": Curve(), "code": Curve(a=-2, b_data=0.6), "ethics": Curve(a
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("study")
-    table, items, _ = study(CURVES, bases=BASES, n_items=60, loo_ns=(64,), rng=0)
+    table, items, _ = planted_study(CURVES, bases=BASES, n_items=60, loo_ns=(64,), rng=0)
     for cell, df in table.groupby("cell"):
         write_shard(root, cell, df)
     for cell, df in items.groupby("cell"):
@@ -82,7 +82,7 @@ def test_every_figure_panel_shows_at_least_two_distinct_non_chance_values(folder
 
 
 def test_a_table_missing_a_required_column_is_refused_by_name(tmp_path, capsys):
-    table, _, _ = study({"biology": Curve()}, per_item=False)
+    table, _, _ = planted_study({"biology": Curve()}, per_item=False)
     table.drop(columns=["n_items"]).to_csv(tmp_path / "t.csv", index=False)
     assert main(["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o")]) == 2
     assert "n_items" in capsys.readouterr().err

@@ -48,3 +48,11 @@ def test_other_rules(table):
     assert per[("a", "biology")] == 10.0 and per[("a", "code")] == 5.0  # tie 50/50: earliest
     with pytest.raises(ValueError, match="expected one of"):
         select_checkpoints(table, "best")
+
+
+def test_valid_is_reported_only_under_the_last_rule(table):
+    both = select_checkpoints(table, "last", splits=("valid", "test"))
+    assert set(both["split"]) == {"valid", "test"}
+    assert epochs(both) == {"a": 15.0, "short": 4.0, "base": 0.0}
+    with pytest.raises(ValueError, match="chooses by the valid split"):
+        select_checkpoints(table, "study", splits=("valid", "test"))

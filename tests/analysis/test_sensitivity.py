@@ -10,7 +10,7 @@ from doit.analysis.fits import fit_grid
 from doit.analysis.predict import predictions
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import sensitivities
-from tests.analysis.synthetic import BASES, Curve, study
+from doit.analysis.synthetic import BASES, Curve, planted_study
 
 PLANTED = {
     "code": (Curve(a=-2.5, b_data=0.5, b_size=0.4), "responsive_both"),
@@ -22,7 +22,7 @@ PLANTED = {
 
 def test_planted_groups_come_back_with_enough_items():
     curves = {a: c for a, (c, _) in PLANTED.items()}
-    table, items, _ = study(curves, bases=BASES, n_items=1000, rng=0, epochs=(10.0,))
+    table, items, _ = planted_study(curves, bases=BASES, n_items=1000, rng=0, epochs=(10.0,))
     sens, _ = sensitivities(fit_grid(bootstrap_counts(select_checkpoints(table), items, 300)))
     got = sens.set_index("ability")["group"].to_dict()
     assert got == {a: g for a, (_, g) in PLANTED.items()}
@@ -30,7 +30,9 @@ def test_planted_groups_come_back_with_enough_items():
 
 
 def test_too_few_items_leave_groups_undetermined():
-    table, items, _ = study({"ethics": PLANTED["ethics"][0]}, n_items=15, rng=0, epochs=(10.0,))
+    table, items, _ = planted_study(
+        {"ethics": PLANTED["ethics"][0]}, n_items=15, rng=0, epochs=(10.0,)
+    )
     sens, _ = sensitivities(fit_grid(bootstrap_counts(select_checkpoints(table), items, 300)))
     assert sens["group"][0] == "undetermined" and sens["mde_size"][0] > 2
 
@@ -40,7 +42,7 @@ def test_prediction_intervals_cover_held_out_cells_85_to_99_percent():
     covered = []
     for i in range(12):
         curves = {"biology": Curve(), "code": Curve(a=-2, b_data=0.6)}
-        table, items, _ = study(curves, bases=BASES, n_items=100, rng=i, epochs=(10.0,))
+        table, items, _ = planted_study(curves, bases=BASES, n_items=100, rng=i, epochs=(10.0,))
         pred = predictions(bootstrap_counts(select_checkpoints(table), items, 200, seed=i), i)
         assert set(pred["holdout"]) == {"largest_base", "largest_n"}
         covered += list(pred["covered"])
@@ -51,13 +53,13 @@ def test_prediction_intervals_cover_held_out_cells_85_to_99_percent():
 def test_transference_recovers_its_planted_share_and_is_empty_without_gain():
     curves = {"biology": Curve(transference=0.2), "code": Curve(transference=0.8),
               "ethics": Curve(a=-8, b_data=0.0, b_size=0.0)}  # fmt: skip
-    table, items, _ = study(curves, n_items=400, loo_ns=(64, 256), rng=0, epochs=(10.0,))
+    table, items, _ = planted_study(curves, n_items=400, loo_ns=(64, 256), rng=0, epochs=(10.0,))
     t = transference(bootstrap_counts(select_checkpoints(table), items, 300)).set_index("ability")
     assert set(t["transference_method"]) == {LOO}
     for a, true in (("biology", 0.2), ("code", 0.8)):
         assert t.loc[a, "transference_lo"] <= true <= t.loc[a, "transference_hi"]
     assert np.isnan(t.loc["ethics", "transference"])
     assert "includes 0" in t.loc["ethics", "transference_note"]
-    table, items, _ = study({"biology": Curve()}, n_items=100, rng=0, epochs=(10.0,))
+    table, items, _ = planted_study({"biology": Curve()}, n_items=100, rng=0, epochs=(10.0,))
     proxy = transference(bootstrap_counts(select_checkpoints(table), items, 100))
     assert proxy["transference_method"][0] == PROXY and 0 < proxy["transference"][0] < 1

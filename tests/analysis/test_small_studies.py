@@ -8,8 +8,8 @@ import pytest
 from doit.analysis import plots
 from doit.analysis.cli import STEPS, main
 from doit.analysis.pipeline import Analysis
+from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.grid.results import write_shard
-from tests.analysis.synthetic import BASES, Curve, study
 from tests.analysis.test_report import values
 
 N_ABILITIES = 4  # few panels keep the figures (most of the time) fast
@@ -26,8 +26,8 @@ def curves() -> dict:
 def demo():
     """The `make demo` shape: 2 bases x (n = 0, 4, 64), 1 seed, one epoch (3, < 5: fallback)."""
     with np.errstate(invalid="ignore"):
-        table, items, _ = study(curves(), bases={"s": BASES["s"], "l": BASES["l"]}, ns=(4, 64),
-                                n_items=40, epochs=(3.0,), rng=1)  # fmt: skip
+        table, items, _ = planted_study(curves(), bases={"s": BASES["s"], "l": BASES["l"]},
+                                        ns=(4, 64), n_items=40, epochs=(3.0,), rng=1)  # fmt: skip
     return table, items
 
 
@@ -132,8 +132,8 @@ def test_only_untuned_base_cells(demo, tmp_path, capsys):
 
 def test_one_base_three_n_predicts_the_largest_n(tmp_path, capsys):
     with np.errstate(invalid="ignore"):
-        table, items, _ = study(curves(), bases={"s": BASES["s"]}, ns=(4, 16, 64), n_items=40,
-                                epochs=(3.0,), rng=2)  # fmt: skip
+        table, items, _ = planted_study(curves(), bases={"s": BASES["s"]}, ns=(4, 16, 64),
+                                        n_items=40, epochs=(3.0,), rng=2)  # fmt: skip
     root = shard(tmp_path / "study", table, items)
     out, _ = run_all(root, tmp_path, capsys)
     pred = pd.read_csv(out / "predictions.csv")
@@ -144,8 +144,8 @@ def test_one_base_three_n_predicts_the_largest_n(tmp_path, capsys):
 def test_fits_never_take_the_log_of_n0():
     """The untuned base cells (n = 0) stay out of every fit: no series has an x of 0."""
     with np.errstate(invalid="ignore"):
-        table, items, _ = study({"math": Curve(chance=0.0)}, bases={"s": BASES["s"]},
-                                ns=(4, 64), n_items=20, epochs=(3.0,))  # fmt: skip
+        table, items, _ = planted_study({"math": Curve(chance=0.0)}, bases={"s": BASES["s"]},
+                                        ns=(4, 64), n_items=20, epochs=(3.0,))  # fmt: skip
     a = Analysis.__new__(Analysis)
     a.__dict__.update(source="x", rule="study", replicates=20, delta=2.0, seed=0, notes=[],
                       table=table, items=items)  # fmt: skip

@@ -15,16 +15,9 @@ from doit.eval.predict import encode, predict_items, prompt_text
 from doit.eval.score import score_predictions
 from doit.models import load_for_inference
 from doit.models.chat import prepare_tokenizer, speaker_template
+from doit.testing import byte_bpe, continuation_logprob, corpus_texts, tiny_llama
 from tests.eval.oracle import OracleLM
-from tests.tiny import (
-    FIXTURE,
-    bare_byte_bpe,
-    byte_bpe_tokenizer,
-    continuation_logprob,
-    fixture_texts,
-    metaspace_tokenizer,
-    tiny_llama,
-)
+from tests.tiny import FIXTURE, byte_bpe_tokenizer, metaspace_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -346,7 +339,7 @@ QWEN_STYLE = (
 
 
 def qwen_style_tokenizer():
-    tok = bare_byte_bpe(fixture_texts())
+    tok = byte_bpe(corpus_texts(FIXTURE))
     tok.add_special_tokens(
         {"eos_token": "<|endoftext|>", "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]}
     )
@@ -429,7 +422,7 @@ def test_ood_adds_the_ceval_sets_to_the_named_abilities(monkeypatch, tmp_path):
 # --- item 11: an untuned base is rendered as fine-tuning will render it -------------------------
 @pytest.fixture(scope="module")
 def untuned_base(tmp_path_factory):
-    tok = bare_byte_bpe(fixture_texts())  # no chat template, no speaker tokens
+    tok = byte_bpe(corpus_texts(FIXTURE))  # no chat template, no speaker tokens
     out = tmp_path_factory.mktemp("untuned")
     tiny_llama(tok, seed=1).save_pretrained(out)
     tok.save_pretrained(out)

@@ -16,7 +16,8 @@ from lm_eval.api.model import LM
 from doit.eval import public_bench as bench
 from doit.eval.cli import main
 from doit.eval.predict import encode, letter_sequences
-from tests.tiny import byte_bpe_tokenizer, continuation_logprob, metaspace_tokenizer, tiny_llama
+from doit.testing import continuation_logprob, tiny_llama
+from tests.tiny import byte_bpe_tokenizer, metaspace_tokenizer
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
 # Gold letters of the scored items, read off the fixture files by hand.

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.train.tiny import FIXTURE, REPO, make_base
+from doit.testing import tiny_grid, write_grid  # noqa: F401 -- write_grid: for the grid tests
+from tests.tiny import FIXTURE, REPO, make_base
 
 MICRO = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
-BUDGETS = {"mc": 4, "tf": 4, "multiselect": 4, "cloze": 4, "math": 8}
 
 
 @pytest.fixture(scope="session")
@@ -27,28 +26,8 @@ def doit_cache(tmp_path_factory, monkeypatch):
 
 
 def grid_dict(base: Path, **keys) -> dict:
-    """Three cells: the untuned base (n = 0), n = 1, and n = 1 without math (leave-one-out)."""
-    grid = {
-        "name": "tiny",
-        "doit_dir": str(FIXTURE),
-        "bases": [{"name": "tiny", "arch": "llama", "params": 1000, "path": str(base)}],
-        "data": {"per_ability": [1], "loo": {"values": [1], "abilities": ["math"]}},
-        "seed": [0],
-        "sft": {"config": str(MICRO),
-                "overrides": {"num_train_epochs": 2, "min_steps": 0, "logging_steps": 1,
-                              "disable_tqdm": True}},
-        "max_new_tokens": BUDGETS,
-        "eval_epochs": "all",
-        "eval_batch_size": 8,
-        "keep": "scored",
-    }  # fmt: skip
-    grid.update(keys)
-    return grid
-
-
-def write_grid(path: Path, grid: dict) -> Path:
-    path.write_text(yaml.safe_dump(grid, sort_keys=False), encoding="utf-8")
-    return path
+    """doit.testing's three-cell grid on the fixture download and the micro SFT recipe."""
+    return tiny_grid(base, FIXTURE, MICRO, **keys)
 
 
 def grid_cli(*args: str, env: dict | None = None, check: bool = True, timeout: int = 600):

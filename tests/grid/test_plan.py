@@ -16,7 +16,7 @@ import yaml
 from doit.grid.plan import PlanError, base_identity, expand, read_plan, write_plan
 from doit.grid.spec import GridError, load_grid
 from tests.grid.conftest import grid_dict, write_grid
-from tests.train.tiny import REPO
+from tests.tiny import REPO
 
 
 def plan(tmp_path, base, name="grid.yaml", **keys):

@@ -4,9 +4,10 @@ import pytest
 import torch
 from transformers.cache_utils import DynamicCache
 
-from doit.models import SVFormerCache, cache_nbytes
+from doit.models import VALUE_MODES, SVFormerCache, cache_nbytes
+from doit.testing import TINY, random_ids, tiny_model
 
-from .tiny import LAYERS, MODES, make_model, random_ids
+LAYERS = TINY["num_hidden_layers"]
 
 GEN = dict(do_sample=False, pad_token_id=0)
 
@@ -17,17 +18,17 @@ def _generate(model, ids, **kwargs):
         return model.generate(ids, attention_mask=mask, **GEN, **kwargs)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", VALUE_MODES)
 def test_cached_greedy_equals_recompute(mode):
-    model, ids = make_model(mode), random_ids(length=6)
+    model, ids = tiny_model(mode), random_ids(length=6)
     cached = _generate(model, ids, max_new_tokens=12, use_cache=True)
     recomputed = _generate(model, ids, max_new_tokens=12, use_cache=False)
     assert torch.equal(cached, recomputed)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", VALUE_MODES)
 def test_beam_search_cached_equals_recompute(mode):
-    model, ids = make_model(mode), random_ids(length=5)
+    model, ids = tiny_model(mode), random_ids(length=5)
     kwargs = dict(max_new_tokens=8, num_beams=3, num_return_sequences=3, output_scores=True)
     cached = _generate(model, ids, use_cache=True, return_dict_in_generate=True, **kwargs)
     recomputed = _generate(model, ids, use_cache=False, return_dict_in_generate=True, **kwargs)
@@ -46,9 +47,9 @@ def _chunked_logits(model, ids, cache, chunks=(5, 3, 1, 1, 1, 1)):
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", VALUE_MODES)
 def test_chunked_prefill_and_decode_equal_full_forward(mode, attn):
-    model, ids = make_model(mode, attn), random_ids(length=12)
+    model, ids = tiny_model(mode, attn), random_ids(length=12)
     with torch.no_grad():
         full = model(ids, use_cache=False).logits
         stepped, cache = _chunked_logits(model, ids, cache=None)
@@ -58,7 +59,7 @@ def test_chunked_prefill_and_decode_equal_full_forward(mode, attn):
 
 
 def test_svformer_with_stock_cache_is_correct_but_saves_nothing():
-    model, ids = make_model("svformer"), random_ids(length=12)
+    model, ids = tiny_model("svformer"), random_ids(length=12)
     with torch.no_grad():
         full = model(ids, use_cache=False).logits
         stepped, cache = _chunked_logits(model, ids, cache=DynamicCache(config=model.config))
@@ -67,7 +68,7 @@ def test_svformer_with_stock_cache_is_correct_but_saves_nothing():
 
 
 def test_svformer_has_no_v_proj_after_layer_0():
-    model = make_model("svformer")
+    model = tiny_model("svformer")
     names = [name for name, _ in model.named_parameters() if "v_proj" in name]
     assert names == ["model.layers.0.self_attn.v_proj.weight"]
 
@@ -91,8 +92,8 @@ def _live_cache_bytes(model, ids, **kwargs) -> list[int]:
 def test_svformer_live_cache_is_l_plus_1_over_2l_of_vanilla(num_beams):
     ids = random_ids(length=7)
     kwargs = dict(max_new_tokens=6, num_beams=num_beams)
-    vanilla = _live_cache_bytes(make_model("vanilla"), ids, **kwargs)
-    sv_model = make_model("svformer")
+    vanilla = _live_cache_bytes(tiny_model("vanilla"), ids, **kwargs)
+    sv_model = tiny_model("svformer")
     sv = _live_cache_bytes(sv_model, ids, **kwargs)
     assert len(sv) == len(vanilla) == 6 and vanilla[0] > 0
     for sv_bytes, vanilla_bytes in zip(sv, vanilla, strict=True):
@@ -100,7 +101,7 @@ def test_svformer_live_cache_is_l_plus_1_over_2l_of_vanilla(num_beams):
 
 
 def test_svformer_partial_layers_cache_and_params():
-    model = make_model("svformer", value_layers=[3])
+    model = tiny_model("svformer", value_layers=[3])
     assert not hasattr(model.model.layers[3].self_attn, "v_proj")
     assert hasattr(model.model.layers[2].self_attn, "v_proj")
     ids = random_ids(length=9)
@@ -112,7 +113,7 @@ def test_svformer_partial_layers_cache_and_params():
 
 
 def test_svformer_cache_crop_and_batch_ops():
-    model, ids = make_model("svformer"), random_ids(batch=2, length=10)
+    model, ids = tiny_model("svformer"), random_ids(batch=2, length=10)
     with torch.no_grad():
         full = model(ids).logits
         cache = model(ids[:, :8], use_cache=True).cache

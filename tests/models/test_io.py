@@ -8,9 +8,8 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
-from doit.models import ResFormerConfig, ResFormerForCausalLM, ResFormerModel
-
-from .tiny import MODES, TINY, make_model, random_ids
+from doit.models import VALUE_MODES, ResFormerConfig, ResFormerForCausalLM, ResFormerModel
+from doit.testing import TINY, random_ids, tiny_model
 
 
 @pytest.mark.parametrize(
@@ -42,7 +41,7 @@ def test_config_normalises_and_lists_layers():
 
 
 def test_learnable_scalars_init_grad_and_roundtrip(tmp_path):
-    model = make_model("resformer", value_learnable=True, value_layers=[1, 3])
+    model = tiny_model("resformer", value_learnable=True, value_layers=[1, 3])
     lambdas = {n: p for n, p in model.named_parameters() if "value_lambda" in n}
     assert sorted(lambdas) == [
         f"model.layers.{i}.self_attn.value_lambda{j}" for i in (1, 3) for j in (1, 2)
@@ -65,14 +64,14 @@ def test_learnable_scalars_init_grad_and_roundtrip(tmp_path):
 
 
 def test_learnable_scalars_start_from_value_lambdas():
-    model = make_model("resformer", value_learnable=True, value_lambdas=(5, 1))
+    model = tiny_model("resformer", value_learnable=True, value_lambdas=(5, 1))
     attn = model.model.layers[2].self_attn
     assert attn.value_lambda1.item() == 5.0 and attn.value_lambda2.item() == 1.0
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", VALUE_MODES)
 def test_save_load_exact(mode, tmp_path):
-    model = make_model(mode, value_lambdas=(0.3, 0.8))
+    model = tiny_model(mode, value_lambdas=(0.3, 0.8))
     model.save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").exists()
     for cls in (ResFormerForCausalLM, AutoModelForCausalLM):
@@ -89,13 +88,13 @@ def test_save_load_exact(mode, tmp_path):
 
 
 def test_auto_classes_registered(tmp_path):
-    make_model("svformer").save_pretrained(tmp_path)
+    tiny_model("svformer").save_pretrained(tmp_path)
     assert type(AutoConfig.from_pretrained(tmp_path)) is ResFormerConfig
     assert type(AutoModel.from_pretrained(tmp_path)) is ResFormerModel
 
 
 def test_auto_loading_without_doit_refuses(tmp_path):
-    make_model("resformer").save_pretrained(tmp_path)
+    tiny_model("resformer").save_pretrained(tmp_path)
     code = (
         "import sys\n"
         "from transformers import AutoModelForCausalLM\n"
@@ -111,7 +110,7 @@ def test_auto_loading_without_doit_refuses(tmp_path):
 
 
 def test_learnable_scalars_missing_from_checkpoint_are_initialised(tmp_path):
-    make_model("resformer").save_pretrained(tmp_path)  # fixed mix: no scalars saved
+    tiny_model("resformer").save_pretrained(tmp_path)  # fixed mix: no scalars saved
     loaded = ResFormerForCausalLM.from_pretrained(
         tmp_path, value_learnable=True, value_lambdas=(0.25, 0.75)
     )

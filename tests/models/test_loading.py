@@ -4,7 +4,7 @@ import pytest
 
 from doit.models import check_local, load
 from doit.models.chat import SPEAKER_TOKENS
-from tests.train.tiny import make_base
+from tests.tiny import make_base
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,14 @@
 import pytest
 import torch
 
-from doit.models import from_llama
-
-from .tiny import MODES, make_llama, make_model, random_ids
+from doit.models import VALUE_MODES, from_llama
+from doit.testing import random_ids, tiny_model
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_vanilla_equals_llama(attn):
-    llama = make_llama(attn)
-    model = make_model("vanilla", attn)
+    llama = tiny_model("llama", attn)
+    model = tiny_model("vanilla", attn)
     model.load_state_dict(llama.state_dict(), strict=True)
     ids = random_ids()
     with torch.no_grad():
@@ -20,8 +19,8 @@ def test_vanilla_equals_llama(attn):
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_resformer_identity_mix_equals_vanilla(attn):
-    vanilla = make_model("vanilla", attn)
-    mixed = make_model("resformer", attn, value_lambdas=(0, 1))
+    vanilla = tiny_model("vanilla", attn)
+    mixed = tiny_model("resformer", attn, value_lambdas=(0, 1))
     mixed.load_state_dict(vanilla.state_dict(), strict=True)
     ids = random_ids()
     with torch.no_grad():
@@ -29,8 +28,8 @@ def test_resformer_identity_mix_equals_vanilla(attn):
 
 
 def test_default_resformer_differs_from_vanilla():
-    vanilla = make_model("vanilla")
-    mixed = make_model("resformer")
+    vanilla = tiny_model("vanilla")
+    mixed = tiny_model("resformer")
     mixed.load_state_dict(vanilla.state_dict())
     ids = random_ids()
     with torch.no_grad():
@@ -39,15 +38,15 @@ def test_default_resformer_differs_from_vanilla():
 
 def test_eager_equals_sdpa_in_every_mode():
     ids = random_ids()
-    for mode in MODES:
-        eager, sdpa = make_model(mode, "eager"), make_model(mode, "sdpa")
+    for mode in VALUE_MODES:
+        eager, sdpa = tiny_model(mode, "eager"), tiny_model(mode, "sdpa")
         with torch.no_grad():
             torch.testing.assert_close(eager(ids).logits, sdpa(ids).logits, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", VALUE_MODES)
 def test_from_llama(mode, tmp_path):
-    llama = make_llama()
+    llama = tiny_model("llama")
     llama.save_pretrained(tmp_path)
     learnable = {"value_learnable": True} if mode == "resformer" else {}
     model = from_llama(tmp_path, value_mode=mode, **learnable)
@@ -66,4 +65,4 @@ def test_from_llama(mode, tmp_path):
 
 def test_from_llama_rejects_other_models():
     with pytest.raises(ValueError, match="Llama"):
-        from_llama(make_model("vanilla"))
+        from_llama(tiny_model("vanilla"))

@@ -4,16 +4,15 @@ import pytest
 import torch
 from torch import nn
 
-from doit.models import saved_activation_bytes
+from doit.models import VALUE_MODES, saved_activation_bytes
+from doit.testing import random_ids, tiny_model
 from doit.train.optim import DoitOptimizerMixin, no_decay_parameter_names, param_groups
-
-from .tiny import MODES, make_model, random_ids
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", VALUE_MODES)
 def test_packed_sequences_stay_separate(mode, attn):
-    model = make_model(mode, attn)
+    model = tiny_model(mode, attn)
     first, second = random_ids(batch=1, length=5, seed=2), random_ids(batch=1, length=7, seed=3)
     packed = torch.cat([first, second], dim=1)
     position_ids = torch.cat([torch.arange(5), torch.arange(7)]).unsqueeze(0)
@@ -36,7 +35,7 @@ def _grads(model, ids):
     [("vanilla", {}), ("resformer", {"value_learnable": True}), ("svformer", {})],
 )
 def test_gradient_checkpointing_same_grads(mode, fields, reentrant):
-    model, ids = make_model(mode, **fields).train(), random_ids()
+    model, ids = tiny_model(mode, **fields).train(), random_ids()
     plain = _grads(model, ids)
     model.activation_checkpointing_enable({"use_reentrant": reentrant})
     assert all(layer.gradient_checkpointing for layer in model.model.layers)
@@ -48,7 +47,7 @@ def test_gradient_checkpointing_same_grads(mode, fields, reentrant):
 
 
 def test_param_groups_no_decay_set():
-    model = make_model("resformer", value_learnable=True, tie_word_embeddings=True)
+    model = tiny_model("resformer", value_learnable=True, tie_word_embeddings=True)
     decayed, not_decayed = param_groups(model, weight_decay=0.1)
     assert decayed["weight_decay"] == 0.1 and not_decayed["weight_decay"] == 0.0
     ids_of = {id(p): n for n, p in model.named_parameters()}
@@ -80,7 +79,7 @@ def test_trainer_mixin_uses_the_groups(tmp_path):
     class DoitTrainer(DoitOptimizerMixin, Trainer):
         pass
 
-    model = make_model("resformer", value_learnable=True)
+    model = tiny_model("resformer", value_learnable=True)
     args = TrainingArguments(output_dir=str(tmp_path), weight_decay=0.1, report_to=[])
     optimizer = DoitTrainer(model=model, args=args).create_optimizer()
     expected = [{id(p) for p in g["params"]} for g in param_groups(model, 0.1)]
@@ -92,8 +91,8 @@ def test_learnable_mix_recomputes_values_for_backward(monkeypatch):
     """The learnable mix keeps no extra activation (V_n is recomputed) and its grads are exact."""
     from doit.models import modeling_resformer
 
-    model, ids = make_model("resformer", value_learnable=True).train(), random_ids()
-    fixed = make_model("resformer").train()
+    model, ids = tiny_model("resformer", value_learnable=True).train(), random_ids()
+    fixed = tiny_model("resformer").train()
     fixed_bytes = saved_activation_bytes(fixed, ids)
     assert saved_activation_bytes(model, ids) == fixed_bytes
     recomputed = _grads(model, ids)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from doit.train.rundir import read_metrics
-from tests.train.tiny import FIXTURE, REPO, make_base
+from tests.tiny import FIXTURE, REPO, make_base
 
 RECIPE = REPO / "recipes" / "sft.py"
 MICRO = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"

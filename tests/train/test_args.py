@@ -12,8 +12,8 @@ from doit.train.sft.args import (
     resolve_schedule,
     steps_per_epoch,
 )
+from tests.tiny import FIXTURE
 from tests.train.conftest import MICRO
-from tests.train.tiny import FIXTURE
 
 
 def argv(**keys) -> list[str]:

@@ -15,7 +15,7 @@ from doit.models.chat import ASSISTANT, EOT, USER, prepare_tokenizer
 from doit.train.sft import data
 from doit.train.sft.args import DoitDataArguments
 from tests.data.pools import uniform, write_pool
-from tests.train.tiny import FIXTURE, train_tokenizer
+from tests.tiny import FIXTURE, train_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from transformers import AutoModelForCausalLM
 
 from doit.train.launch import SHM_DIR, SHM_PREFIX, free_port
 from doit.train.optim import no_decay_parameter_names
+from tests.tiny import REPO
 from tests.train.conftest import BIN, PY, RECIPE, env_for, recipe_args, run_recipe, train_logs
-from tests.train.tiny import REPO
 
 pytestmark = pytest.mark.slow
 ZERO2 = REPO / "recipes" / "deepspeed" / "zero2.json"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from doit.train.launch import free_port
-from tests.train.tiny import REPO
+from tests.tiny import REPO
 
 pytestmark = pytest.mark.slow
 STAGE3 = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}
@@ -28,13 +28,13 @@ def _models():
     embeddings, and a Llama with attention biases."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tests.models.tiny import TINY, make_model
+    from doit.testing import TINY, tiny_model
 
     def llama():
         return LlamaForCausalLM(LlamaConfig(**TINY, attention_bias=True))
 
     def resformer():
-        return make_model("resformer", value_learnable=True, tie_word_embeddings=True)
+        return tiny_model("resformer", value_learnable=True, tie_word_embeddings=True)
 
     return {
         "resformer": (resformer, True),

@@ -181,10 +181,10 @@ def test_ladder_sizes(tiny_corpus):
 
 
 def test_parameter_counts_tied():
+    from doit.testing import tiny_model
     from doit.train.pretrain import parameter_counts
-    from tests.models.tiny import make_model
 
-    model = make_model("resformer", tie_word_embeddings=True)
+    model = tiny_model("resformer", tie_word_embeddings=True)
     counts = parameter_counts(model)
     embedding = model.get_input_embeddings().weight.numel()
     assert counts["params_total"] == sum(p.numel() for p in model.parameters())

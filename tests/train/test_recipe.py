@@ -14,8 +14,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from doit.models.chat import SPEAKER_TOKENS
 from doit.train.rundir import checkpoints
 from tests.data.pools import uniform, write_pool
+from tests.tiny import REPO, make_base
 from tests.train.conftest import PY, RECIPE, env_for, metrics, recipe_args, run_recipe, train_logs
-from tests.train.tiny import REPO, make_base
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
+from tests.tiny import FIXTURE, REPO
 from tests.train.conftest import MICRO, env_for
-from tests.train.tiny import FIXTURE, REPO
 
 pytestmark = pytest.mark.slow
 HINT = "gemm_4bit_forward"

@@ -1,4 +1,4 @@
-"""studies/value_residual_micro.py on fabricated ladder metrics with known answers.
+"""doit.analysis.ladder (``doit analysis ladder``) on fabricated ladder metrics with known answers.
 
 Losses follow L = 20 N^-0.2 (vanilla); resformer reaches a loss with 0.8 x the parameters
 (L = 20 (N / 0.8)^-0.2), svformer needs 1.1 x (and its models are 0.9 x the size). Seed s
@@ -8,18 +8,19 @@ seeds, so the least-squares lines are exact and the equal-loss ratios are 0.8 an
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
+import io
 import json
-import subprocess
-import sys
+import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "studies" / "value_residual_micro.py"
+from doit.analysis import ladder as lad
+from doit.analysis.cli import main
+
 SIZES = {"xs": 2e5, "s": 4e5, "m": 8e5}
 SEEDS = (0, 1, 2)
 E = (-0.01, 0.0, 0.01)  # shared seed effect
@@ -57,17 +58,31 @@ def ladder(tmp_path_factory) -> Path:
     return root
 
 
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
 @pytest.fixture(scope="module")
 def result(ladder, tmp_path_factory):
+    """``doit analysis ladder LADDER --out OUT``: (out, stdout, logged warnings)."""
     out = tmp_path_factory.mktemp("analysis")
-    cmd = [sys.executable, str(SCRIPT), str(ladder), "--out", str(out), "--draws", "300"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return out, proc
+    log, stdout = Lines(), io.StringIO()
+    logging.getLogger("doit.analysis.ladder").addHandler(log)
+    try:
+        with contextlib.redirect_stdout(stdout):
+            assert main(["ladder", str(ladder), "--out", str(out), "--replicates", "300"]) == 0
+    finally:
+        logging.getLogger("doit.analysis.ladder").removeHandler(log)
+    return out, stdout.getvalue(), log.lines
 
 
 def test_table_matches_hand_computation(result):
-    out, _ = result
+    out = result[0]
     table = pd.read_csv(out / "table.csv").set_index(["arch", "size"])
     assert len(table) == 9 and (table.n_seeds == 3).all()
     for arch in ARCHS:
@@ -87,7 +102,7 @@ def test_table_matches_hand_computation(result):
 
 
 def test_fits_and_equal_loss_ratio(result):
-    out, _ = result
+    out = result[0]
     fits = pd.read_csv(out / "fits.csv").set_index("arch")
     assert fits.slope.to_numpy() == pytest.approx([-0.2] * 3, abs=1e-9)
     assert fits.loc["vanilla", "intercept"] == pytest.approx(np.log(20), abs=1e-9)
@@ -104,48 +119,71 @@ def test_fits_and_equal_loss_ratio(result):
 
 
 def test_outputs_and_verdict(result):
-    out, proc = result
+    out, stdout, logged = result
     assert (out / "loss_vs_params.png").stat().st_size > 10_000
-    assert "vanilla_l/seed0 is unfinished" in proc.stderr
+    assert any("vanilla_l/seed0 is unfinished" in line for line in logged)
     verdict = (out / "verdict.txt").read_text()
     assert "verdict: resformer beats vanilla at micro scale" in verdict
     assert "verdict: svformer is worse than vanilla at micro scale" in verdict
     assert "per size: xs -0.0760 +- 0.0058, s -0.0662" in verdict
     assert "0.800 (20.0% fewer parameters than vanilla)" in verdict
     assert "1.100 (10.0% more parameters than vanilla)" in verdict
-    assert verdict in proc.stdout
+    assert verdict.strip() in stdout
     assert "PASS: every run >= 1 nat below the unigram baseline (5.700 nats)" in verdict
     for arch in ARCHS:
         assert f"PASS: {arch} mean loss falls with size: xs " in verdict
 
 
+def test_a_runs_table_in_any_order_gives_what_the_run_folders_give(result, tmp_path):
+    """runs.csv, shuffled and with a pretraining table's extra columns: the same files."""
+    out = result[0]
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == 27 and list(runs.columns) == list(lad.RUN_COLUMNS)
+    table = runs.assign(cell=[f"c{i}" for i in range(27)], base="b").sample(frac=1, random_state=1)
+    table.to_csv(tmp_path / "pretraining.csv", index=False)
+    again = lad.analyse(lad.read_runs_table(tmp_path / "pretraining.csv"), replicates=300)
+    assert again.text + "\n" == (out / "verdict.txt").read_text()
+    assert again.fits.to_csv(index=False) == (out / "fits.csv").read_text()
+    assert again.table.to_csv(index=False) == (out / "table.csv").read_text()
+
+
+def test_a_bad_runs_table_names_the_file_line_and_column(tmp_path):
+    good = (
+        "arch,size,seed,params_non_embedding,params_total,valid_loss,tokens,wall_s,unigram_loss\n"
+    )
+    path = tmp_path / "runs.csv"
+    path.write_text(good + "vanilla,xs,0,10,20,4.1,100,1.0,\nvanilla,s,0,20,30,oops,100,1.0,5.7\n")
+    with pytest.raises(
+        ValueError, match=r"runs.csv:3: column 'valid_loss' is not a number: 'oops'"
+    ):
+        lad.read_runs_table(path)
+    path.write_text(good.replace(",wall_s", "") + "vanilla,xs,0,10,20,4.1,100,5.7\n")
+    with pytest.raises(ValueError, match="missing column.s. wall_s"):
+        lad.read_runs_table(path)
+    path.write_text(good + "vanilla,xs,,10,20,4.1,100,1.0,5.7\n")
+    with pytest.raises(ValueError, match="runs.csv:2: column 'seed' is empty"):
+        lad.read_runs_table(path)
+    assert main(["ladder", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
+
+
 def test_ladder_checks_fail_when_close_to_unigram_or_flat():
-    module = _module()
     df = pd.DataFrame({"arch": ["vanilla"] * 4, "size": ["xs", "xs", "s", "s"], "seed": [0, 1] * 2,
                        "params_non_embedding": [1, 1, 2, 2], "params_total": [3, 3, 4, 4],
                        "valid_loss": [5.0, 4.0, 4.6, 4.6], "tokens": 1, "wall_s": 1.0,
                        "unigram_loss": 5.5})  # fmt: skip
-    text = module.ladder_checks(df, module.summarize(df))
+    text = lad.ladder_checks(df, lad.summarize(df))
     assert "FAIL: every run >= 1 nat below the unigram baseline" in text
     assert "the closest is vanilla xs seed 0 at 5.0000 (0.500 below)" in text
     assert "FAIL: vanilla mean loss falls with size: xs 4.5000 -> s 4.6000" in text
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("value_residual_micro", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_verdict_within_2sd_and_one_seed():
-    module = _module()
-    assert "within 2 SD" in module._verdict_word("resformer", "vanilla", -0.01, 0.006, 3)
-    assert "one seed only" in module._verdict_word("resformer", "vanilla", -0.01, float("nan"), 1)
+    assert "within 2 SD" in lad.verdict_word("resformer", "vanilla", -0.01, 0.006, 3)
+    assert "one seed only" in lad.verdict_word("resformer", "vanilla", -0.01, float("nan"), 1)
 
 
 def test_ratio_note_flags_flat_lines_and_extrapolation():
-    note = _module().ratio_note
+    note = lad.ratio_note
     assert note(-0.2, -0.2, 3e5, 2e5, 8e5) == ""
     assert note(-0.02, +0.01, 3e5, 2e5, 8e5).startswith("not measurable")
     assert note(-0.02, -0.01, 9e6, 2e5, 8e5).startswith(

@@ -1,5 +1,6 @@
-"""Synthetic results tables drawn from known curves with binomial item noise (the analysis tests'
-and the bench's one generator). Every ability's true score is
+"""Planted studies: results tables drawn from known curves with binomial item noise, for testing
+and benchmarking the analysis (``planted_study``; the tests' and bench/analysis.py's one
+generator). Every ability's true score is
 
     p(base, n) = c + (1 - c) * sigmoid(a + b_data * log4 n + b_size * log2(params / params_min))
 
@@ -42,7 +43,7 @@ BASES = {"s": 10_000_000, "m": 40_000_000, "l": 160_000_000}
 NS = (4, 16, 64, 256, 1024, 4096)
 
 
-def study(
+def planted_study(
     curves: dict[str, Curve],
     bases: dict[str, int] | None = None,
     ns=NS,
