@@ -138,8 +138,9 @@ def recipe(grid: Grid, sweep: dict, data: dict, seed: int, sample_seed: int, bas
     return cfg
 
 
-def data_points(grid: Grid, base: Base) -> list[tuple[str, dict, dict]]:
-    """(label, recipe data keys, cell fields) of every data cell of ``base``."""
+def data_points(grid: Grid, base: Base, random=()) -> list[tuple[str, dict, dict]]:
+    """(label, recipe data keys, cell fields) of every data cell of ``base``; ``random``: the
+    (name, path) of each random mixture (`doit.grid.random_mixes.write_mixes`)."""
 
     def applies(axis: str) -> tuple:
         a = grid.data.get(axis)
@@ -161,6 +162,10 @@ def data_points(grid: Grid, base: Base) -> list[tuple[str, dict, dict]]:
                     {"construction": "synthetic", "synthetic": total}))  # fmt: skip
     for path in applies("mix"):
         name = Path(path).stem
+        out.append((f"mix_{name}", {"mix": str(Path(path).resolve())},
+                    {"construction": "mix", "mix": name}))  # fmt: skip
+    rm = grid.data.get("random_mixes")
+    for name, path in random if rm and (rm.bases is None or base.name in rm.bases) else ():
         out.append((f"mix_{name}", {"mix": str(Path(path).resolve())},
                     {"construction": "mix", "mix": name}))  # fmt: skip
     return out
@@ -187,13 +192,15 @@ def pretrain_cell(base: Base) -> Cell:
                 overrides=base.pretrain.overrides)  # fmt: skip
 
 
-def expand(grid: Grid) -> list[Cell]:
+def expand(grid: Grid, study=None) -> list[Cell]:
     """Every cell of ``grid``: pretraining of missing bases, n = 0 cells, then the data cells;
-    a pretraining-only grid: a pretraining cell for every base (and pretrain_seed)."""
+    a pretraining-only grid: a pretraining cell for every base (and pretrain_seed). A grid
+    with ``random_mixes`` writes their mix files into ``study`` (`random_mix_files`)."""
     if grid.pretraining_only:
         return pretraining_cells(grid)
     from doit.train.sft.args import training_identity  # the recipe's owner (imports torch)
 
+    random = random_mix_files(grid, study)
     cells = []
     sweeps = [dict(zip(grid.sweep, values)) for values in itertools.product(*grid.sweep.values())]
     for base in grid.bases:
@@ -212,7 +219,7 @@ def expand(grid: Grid) -> list[Cell]:
             cells.append(_cell(base, "n0000", seed, 0, ident, kind="base", needs=needs,
                                construction="base", n_per_ability=0, n_total=0, est_steps=0))  # fmt: skip
         for (label, data, fields), sweep, seed, sample_seed in itertools.product(
-            data_points(grid, base), sweeps, grid.seeds, grid.sample_seeds
+            data_points(grid, base, random), sweeps, grid.seeds, grid.sample_seeds
         ):
             cfg = recipe(grid, sweep, data, seed, sample_seed, base)
             ident = {"kind": "sft", "base": bid, "doit_dir": grid.doit_dir,
@@ -222,6 +229,22 @@ def expand(grid: Grid) -> list[Cell]:
                                needs=needs, sweep=sweep, recipe=cfg, **fields,
                                **estimate(grid, cfg, fields, base)))  # fmt: skip
     return cells
+
+
+def random_mix_files(grid: Grid, study) -> list[tuple[str, Path]]:
+    """(name, path) of the random mixtures, written into ``STUDY/mixes/``; [] without the axis."""
+    axis = grid.data.get("random_mixes")
+    if axis is None:
+        return []
+    if study is None:
+        raise PlanError(f"{grid.path}: data.random_mixes: its mix files are written into the "
+                        "study folder: plan it with python -m doit.grid plan GRID --out STUDY")  # fmt: skip
+    from doit.grid.random_mixes import write_mixes
+
+    try:
+        return write_mixes(axis, grid.doit_dir, study)
+    except (ValueError, OSError) as e:  # a total beyond the pools, a corpus that does not load
+        raise PlanError(f"{grid.path}: data.random_mixes: {e}") from None
 
 
 def pretraining_cells(grid: Grid) -> list[Cell]:
@@ -310,12 +333,12 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
     new plan no longer holds move to ``STUDY/retired/`` (never into the new tables).
     """
     study = Path(study)
-    cells = expand(grid)
     old = read_plan(study) if (study / PLAN).is_file() else None
     if old is not None and old.grid.raw != grid.raw and not replan:
         keys = ", ".join(grid_diff(old.grid.raw, grid.raw))
         raise PlanError(f"{study} was planned from another grid (differs in: {keys}); "
                         "--replan keeps the cells whose id is unchanged")  # fmt: skip
+    cells = expand(grid, study)
     retired = []
     if old is not None:
         keep = {c.id for c in cells}

@@ -26,7 +26,7 @@ LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
 KEEP = ("all", "scored", "best", "last")
 EVAL_EPOCHS = ("all", "last")
 CHAT_FORMATS = ("doit", "native")
-DATA_AXES = ("per_ability", "loo", "synthetic", "mix")
+DATA_AXES = ("per_ability", "loo", "synthetic", "mix", "random_mixes")
 SEED = "{seed}"  # the placeholder a base path takes under `pretrain_seed`
 
 
@@ -80,6 +80,19 @@ class Axis:
 
 
 @dataclass(frozen=True)
+class RandomMixes:
+    """``data.random_mixes``: RegMix-style random mixtures at a fixed budget, each a cell
+    (drawn and written at plan time: doit.grid.random_mixes)."""
+
+    count: int  # how many mixtures
+    total: int  # training items of every mixture
+    concentration: float = 1.0  # Dirichlet concentration around the pool prior (1: flat)
+    seed: int = 0  # the draw's seed (also the mix files' sampling seed)
+    source: str = "1000"  # the train pool they draw from: "1000" | full
+    bases: tuple[str, ...] | None = None  # the bases it applies to; None: every base
+
+
+@dataclass(frozen=True)
 class Sft:
     """``sft``: the fine-tuning recipe of every data cell."""
 
@@ -107,7 +120,7 @@ class Grid:
     name: str  # the study's name (required)
     doit_dir: str  # the corpus: cells draw from and are scored on it; pretraining reads it
     bases: tuple[Base, ...]  # required, names unique
-    data: dict[str, Axis] = field(default_factory=dict)  # the data axes; {}: pretraining-only
+    data: dict[str, Axis | RandomMixes] = field(default_factory=dict)  # {}: pretraining-only
     sft: Sft | None = None  # required with data; None: pretraining-only
     max_new_tokens: dict[str, int] = field(default_factory=dict)  # generated kind -> budget;
     # required with data and explicit for every kind: an untuned base never stops early
@@ -288,9 +301,30 @@ def _check_seed_axis(c: _Check, key: str, fields: dict, seeded: bool, pretrainin
         c.fail(f"{key}.pretrain.overrides.seed", "set by pretrain_seed; give one or the other")
 
 
-def _data(c: _Check, raw, names: set[str]) -> dict[str, Axis]:
+def _data(c: _Check, raw, names: set[str]) -> dict[str, Axis | RandomMixes]:
     data = c.mapping("data", raw, set(DATA_AXES))
-    return {k: _axis(c, f"data.{k}", v, names) for k, v in data.items()}
+    return {k: (_random_mixes if k == "random_mixes" else _axis)(c, f"data.{k}", v, names)
+            for k, v in data.items()}  # fmt: skip
+
+
+def _random_mixes(c: _Check, key: str, raw, names: set[str]) -> RandomMixes:
+    allowed = {"count", "total", "concentration", "seed", "source", "bases"}
+    raw = c.mapping(key, raw, allowed)
+    for k in ("count", "total"):
+        if k not in raw:
+            c.fail(f"{key}.{k}", "required (an integer >= 1)")
+    fields = {k: c.integer(f"{key}.{k}", raw[k]) for k in ("count", "total")}
+    conc = raw.get("concentration", 1.0)
+    if isinstance(conc, bool) or not isinstance(conc, int | float) or conc <= 0:
+        c.fail(f"{key}.concentration", f"expected a number > 0, got {conc!r}")
+    bases = raw.get("bases")
+    if bases is not None and (not isinstance(bases, list) or not set(bases) <= names):
+        c.fail(f"{key}.bases", f"expected a list of base names ({', '.join(names)})")
+    return RandomMixes(**fields, concentration=float(conc),
+                       seed=c.integer(f"{key}.seed", raw.get("seed", 0), minimum=0),
+                       source=c.choice(f"{key}.source", str(raw.get("source", "1000")),
+                                       ("1000", "full")),
+                       bases=tuple(bases) if bases is not None else None)  # fmt: skip
 
 
 def _axis(c: _Check, key: str, raw, names: set[str]) -> Axis:
