@@ -9,6 +9,7 @@ figures and a report from a study folder or a results table.
     python -m doit.analysis plot TABLE --out DIR
     python -m doit.analysis report TABLE --out DIR
     python -m doit.analysis ladder RUNS_OR_TABLE... --out DIR [--base-arch vanilla] [--replicates 2000]
+    python -m doit.analysis curriculum STUDY --budget N --policy P[,P|all] --out DIR [--validate]
 
 Outputs and definitions: doit/analysis/README.md (``ladder``: doit/analysis/ladder.py).
 """
@@ -21,13 +22,14 @@ from pathlib import Path
 
 from doit.analysis.select import RULES
 from doit.analysis.sensitivity import DELTA
+from doit.flags import ArgumentParser
 from doit.grid.results import ResultsError
 
 STEPS = ("run", "select", "fit", "features", "predict", "plot", "report")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="doit analysis", description=__doc__.split("\n\n")[0])
+def parser() -> ArgumentParser:
+    p = ArgumentParser(prog="doit analysis", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="step", required=True)
     for step in STEPS:
         s = sub.add_parser(step, help=f"{step} (see doit/analysis/README.md)")
@@ -42,6 +44,10 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--data", help="DoIT data folder for Complexity (and ground_truth.json)")
         s.add_argument("--adapter", default=None, help=argparse.SUPPRESS)
         s.add_argument("--chat-format", default="doit", help="chat format for an untuned base")
+        s.add_argument("--split", default="test", choices=("test", "valid"),
+                       help="the split fitted (valid only under --rule last)")  # fmt: skip
+        s.add_argument("--budget", type=int, help="run/report: add a curriculum section at this "
+                       "budget (items; see the curriculum command)")  # fmt: skip
     s = sub.add_parser("ladder", help="loss vs size of a pretraining ladder (ladder.py)")
     s.add_argument("sources", nargs="+",
                    help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs")  # fmt: skip
@@ -50,13 +56,56 @@ def parser() -> argparse.ArgumentParser:
                    help="the architecture the others are paired with")  # fmt: skip
     s.add_argument("--replicates", type=int, default=2000, help="seed bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
+    curriculum_parser(sub)
     return p
+
+
+build_parser = parser
+
+
+def curriculum_parser(sub) -> None:
+    from doit.analysis.curriculum.options import MODELS, POLICIES, REACH, TRANSFER, UNITS
+
+    s = sub.add_parser("curriculum", help="a data mix per ability from the fitted curves "
+                       "(doit/analysis/README.md, Curriculum)")  # fmt: skip
+    s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
+    s.add_argument("--budget", type=int, required=True, help="items (or tokens) to allocate")
+    s.add_argument("--policy", default="marginal",
+                   help=f"comma-separated, or all: {', '.join(POLICIES)} (uniform always comes)")  # fmt: skip
+    s.add_argument("--out", required=True, type=Path, help="output folder")
+    s.add_argument("--base", help="the target base (default: the study's largest)")
+    s.add_argument("--params", type=float, help="a target outside the study: its parameters")
+    s.add_argument("--data", help="the corpus the mix draws from (its pools); default: the "
+                   "study's grid's doit_dir")  # fmt: skip
+    s.add_argument("--source", dest="pool_source", default="1000", choices=("1000", "full"),
+                   help="the train pool the mix draws from (the mix's `source`)")  # fmt: skip
+    for flag, what in (("--pools", "pool sizes, instead of --data"),
+                       ("--floors", "fewest items (default 1)"), ("--caps", "most items"),
+                       ("--weights", "macro weights (default 1)")):  # fmt: skip
+        s.add_argument(flag, help=f"ability=number,...: {what}")
+    s.add_argument("--unit", default="items", choices=UNITS, help="what the budget counts")
+    s.add_argument("--transfer", default="auto", choices=TRANSFER,
+                   help="the transfer term from leave-one-out cells: auto (if any), on, off")  # fmt: skip
+    s.add_argument("--model", default="auto", choices=MODELS, help="regression's model")
+    s.add_argument("--reach", type=float, default=REACH,
+                   help="optimised counts stay within this x the largest observed n")  # fmt: skip
+    s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
+    s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--rule", default="last", choices=RULES, help="checkpoint selection")
+    s.add_argument("--split", default="valid", choices=("valid", "test"), help="the split fitted")
+    s.add_argument("--validate", action="store_true",
+                   help="train the equal-budget policies on the target and compare with uniform")  # fmt: skip
+    s.add_argument("--seeds", default="0,1", help="--validate: training seeds (>= 2)")
+    s.add_argument("--max-parallel", type=int, default=1, help="--validate: grid workers")
+    s.add_argument("--threads", type=int, help="--validate: CPU threads per worker")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    steps = {"ladder": ladder, "curriculum": curriculum}
     try:
-        return ladder(args) if args.step == "ladder" else run(args)
+        return steps.get(args.step, run)(args)
     except (ResultsError, ValueError, FileNotFoundError) as e:
         print(f"doit analysis: {e}", file=sys.stderr)
         return 2
@@ -67,8 +116,10 @@ def run(args) -> int:
     from doit.analysis.pipeline import Analysis, load_truth
 
     a = Analysis(str(args.source), args.rule, args.replicates, args.delta, args.seed,
-                 features_csv=args.features, ground_truth=load_truth(args.data))  # fmt: skip
+                 features_csv=args.features, ground_truth=load_truth(args.data),
+                 split=args.split)  # fmt: skip
     a.table  # noqa: B018 -- validate before anything is written
+    planned = curriculum_for(args) if args.budget and args.step in ("run", "report") else None
     if args.base:
         a.complexity = measure_complexity(args.base, args.data, args.chat_format)
     out = args.out
@@ -95,7 +146,13 @@ def run(args) -> int:
         figures = plots.save_all(a, out)
         written += list(figures.values())
     if step in ("run", "report"):
-        written += list(report.write(a, out, figures))
+        section = []
+        if planned is not None:
+            from doit.analysis.curriculum import outputs
+
+            png = outputs.save_figure(planned, out)
+            section, written = outputs.blocks(planned, png), written + [png]
+        written += list(report.write(a, out, figures, section))
     for path in written:
         print(path)
     if step in ("run", "fit", "predict", "plot", "report"):
@@ -104,6 +161,60 @@ def run(args) -> int:
     if step in ("run", "report"):
         print(f"report: {out / 'report.html'}")
     return 0
+
+
+def curriculum(args) -> int:
+    from doit.analysis import curriculum as cur
+    from doit.analysis.curriculum.options import POLICIES, Options, parse_pairs
+
+    policies = (
+        POLICIES if args.policy == "all" else tuple(p.strip() for p in args.policy.split(","))
+    )
+    options = Options(budget=args.budget, policies=policies, base=args.base, params=args.params,
+                      pools=parse_pairs(args.pools, "--pools") if args.pools else None,
+                      data=args.data, source=args.pool_source,
+                      floors=parse_pairs(args.floors, "--floors"),
+                      caps=parse_pairs(args.caps, "--caps"),
+                      weights=parse_pairs(args.weights, "--weights", float), unit=args.unit,
+                      transfer=args.transfer, model=args.model, reach=args.reach,
+                      delta=args.delta, replicates=args.replicates, seed=args.seed,
+                      rule=args.rule, split=args.split)  # fmt: skip
+    result = cur.make(args.source, options)
+    seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    if args.validate:
+        from doit.analysis.curriculum import validate
+
+        validate.grid(result, args.out, seeds)  # its errors before anything is written
+    written = cur.write(result, args.out)
+    for path in written:
+        print(path)
+    print(result.table[result.table["ability"] == "macro"][
+        ["policy", "n", "predicted", "predicted_lo", "predicted_hi", "gain", "gain_lo",
+         "gain_hi", "model"]].to_string(index=False, float_format=lambda x: f"{x:.2f}"))  # fmt: skip
+    for line in result.notes:
+        print(f"note: {line}")
+    if args.validate:
+        tables = validate.run(result, args.out, seeds, args.max_parallel, args.threads)
+        for path in cur.outputs.write_report(result, args.out, validate.blocks(tables)):
+            print(path)
+        diff = tables["differences"]
+        print(diff[diff["ability"].isin(["macro", "overall"])].to_string(
+            index=False, float_format=lambda x: f"{x:.2f}"))  # fmt: skip
+    return 0
+
+
+def curriculum_for(args):
+    """The curriculum of ``run --budget N``'s report section: every policy the study's cells
+    allow (regression with mix cells only), pools from --data or the study's grid."""
+    from doit.analysis import curriculum as cur
+    from doit.analysis.curriculum.options import POLICIES, Options
+    from doit.grid.results import read_results
+
+    has_mixes = bool((read_results(args.source)["construction"] == "mix").any())
+    policies = tuple(p for p in POLICIES if p != "regression" or has_mixes)
+    options = Options(budget=args.budget, policies=policies, data=args.data,
+                      replicates=args.replicates, seed=args.seed, delta=args.delta)  # fmt: skip
+    return cur.make(args.source, options)
 
 
 def ladder(args) -> int:

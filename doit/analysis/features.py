@@ -56,14 +56,26 @@ def _score(counts, idx):
 
 
 def _loo(counts, ability, full_mask, loo_mask):
+    return _row(ability, LOO, *loo_sums(counts, ability, full_mask, loo_mask))
+
+
+def loo_sums(counts: Counts, ability: str, full_mask=None, loo_mask=None):
+    """(pairs, gain, gain replicates, kept, kept replicates): over the (base, n) pairs with both
+    a uniform cell and the cell without ``ability``, the sums of ``ability``'s score minus
+    chance in the uniform cells (gain) and in the leave-one-out cells (kept), in points."""
     pts = counts.points
+    if full_mask is None:
+        own = (pts["ability"] == ability).to_numpy()
+        full_mask = own & uniform(pts)
+        left_out = (pts["excluded_ability"].astype("string") == ability).fillna(False)
+        loo_mask = own & left_out.to_numpy(dtype=bool)
     key = ["base", "n_per_ability"]
     full = pts[full_mask][key].assign(i_all=np.nonzero(full_mask)[0])
     left = pts[loo_mask][key].assign(i_loo=np.nonzero(loo_mask)[0])
     pairs = full.merge(left, on=key)
     gain, gain_reps = _score(counts, pairs["i_all"].to_numpy())
     kept, kept_reps = _score(counts, pairs["i_loo"].to_numpy())
-    return _row(ability, LOO, len(pairs), gain, gain_reps, kept, kept_reps)
+    return len(pairs), gain, gain_reps, kept, kept_reps
 
 
 def _proxy(counts, ability, grid_mask, own):

@@ -31,6 +31,7 @@ class Analysis:
     complexity: pd.DataFrame | None = None  # from `features --base --data`
     ground_truth: dict | None = None  # a micro corpus's ground_truth.json
     notes: list[str] = field(default_factory=list)
+    split: str = "test"  # the split the fits are made on (valid: only under the rule `last`)
 
     @cached_property
     def table(self) -> pd.DataFrame:
@@ -48,11 +49,13 @@ class Analysis:
 
     @cached_property
     def selected(self) -> pd.DataFrame:
-        return select_checkpoints(self.table, self.rule)
+        splits = None if self.split == "test" else (self.split,)  # test: benchmarks reported too
+        return select_checkpoints(self.table, self.rule, splits)
 
     @cached_property
     def counts(self):
-        return bootstrap_counts(self.selected, self.items, self.replicates, self.seed)
+        return bootstrap_counts(self.selected, self.items, self.replicates, self.seed,
+                                splits=(self.split,))  # fmt: skip
 
     @cached_property
     def grid(self):

@@ -144,8 +144,9 @@ def _paper_blocks(a):
     return out + [("table", wide.round(2))]
 
 
-def write(a, out: Path, figures: dict[str, Path]) -> tuple[Path, Path]:
-    bl = blocks(a, figures)
+def write(a, out: Path, figures: dict[str, Path], extra=()) -> tuple[Path, Path]:
+    """report.md and report.html; ``extra``: more blocks at the end (a curriculum section)."""
+    bl = blocks(a, figures) + list(extra)
     md = out / "report.md"
     md.write_text(to_markdown(bl, out), encoding="utf-8")
     page = out / "report.html"

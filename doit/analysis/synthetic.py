@@ -7,6 +7,15 @@ generator). Every ability's true score is
 (``form="logistic"``) or ``a + b_data * log4 n + b_size * log2(...)`` clipped to [c, 1]
 (``form="loglinear"``); items are scored correct with probability p, independently per cell.
 ``truth`` holds the sensitivities the analysis should recover, with its own definitions.
+
+Transfer: an ability trained on n_own items beside others averaging n_other items each scores
+
+    S(n_own, n_other) = c + (1 - T) (p(n_own) - c) + T (p(n_other) - c),   p(0) = c
+
+with T the curve's ``transference`` (``Curve.score``): a uniform cell (n_own = n_other = n)
+scores p(n), a leave-one-out cell (n_own = 0) keeps the share T of the gain. ``mixes`` adds
+mixture cells (ability -> items) scored this way; ``tokens`` adds each ability's assistant
+tokens per item (``n_own`` and ``tokens_own`` columns).
 """
 
 from __future__ import annotations
@@ -38,6 +47,14 @@ class Curve:
             return self.chance + (1 - self.chance) / (1 + np.exp(-x))
         return float(np.clip(x, self.chance, 0.999))
 
+    def score(self, params: float, params_min: float, n_own: float, n_other: float) -> float:
+        """The planted score with transfer (module docstring): ``n_other`` is the mean number
+        of items of each other ability."""
+        c, t = self.chance, self.transference
+        own = self.p(params, params_min, n_own) - c if n_own > 0 else 0.0
+        other = self.p(params, params_min, n_other) - c if n_other > 0 else 0.0
+        return c + (1 - t) * own + t * other
+
 
 BASES = {"s": 10_000_000, "m": 40_000_000, "l": 160_000_000}
 NS = (4, 16, 64, 256, 1024, 4096)
@@ -53,35 +70,52 @@ def planted_study(
     epochs=(5.0, 10.0),
     per_item: bool = True,
     rng: int | np.random.Generator = 0,
+    mixes: dict[str, dict[str, int]] | None = None,
+    tokens: dict[str, float] | None = None,
 ):
     """(table, items or None, truth): a uniform grid (+ base cells, + leave-one-out cells at
-    ``loo_ns``) with valid scores at every epoch and test items at every epoch."""
+    ``loo_ns``, + a cell per mixture of ``mixes`` (name -> ability -> items) on every base)
+    with valid scores at every epoch and test items at every epoch."""
     rng = np.random.default_rng(rng)
     bases = bases or {k: BASES[k] for k in ("s", "l")}
     pmin = min(bases.values())
     rows, items = [], []
-    cells = []  # (cell, base, params, construction, n, excluded, seed, epochs)
+    cells = []  # (cell, base, params, construction, n, excluded, seed, epochs, mix)
     for base, params in bases.items():
-        cells.append((f"{base}-base", base, params, "base", 0, None, 0, (0.0,)))
+        cells.append((f"{base}-base", base, params, "base", 0, None, 0, (0.0,), None))
         for n in ns:
             for s in range(seeds):
-                cells.append((f"{base}-n{n}-s{s}", base, params, "curated", n, None, s, epochs))
+                cells.append((f"{base}-n{n}-s{s}", base, params, "curated", n, None, s, epochs,
+                              None))  # fmt: skip
             if n in loo_ns:
                 for a in curves:
                     cell = f"{base}-n{n}-loo-{a}"
-                    cells.append((cell, base, params, "curated", n, a, 0, epochs))
+                    cells.append((cell, base, params, "curated", n, a, 0, epochs, None))
+    for name in mixes or {}:  # after the grid: the grid's draws are those of a study without
+        for base, params in bases.items():
+            for s in range(seeds):
+                cells.append((f"{base}-{name}-s{s}", base, params, "mix", None, None, s, epochs,
+                              name))  # fmt: skip
     k = len(curves)
-    for cell, base, params, construction, n, excluded, seed, eps in cells:
-        n_total = 0 if construction == "base" else n * (k - (excluded is not None))
+    for cell, base, params, construction, n, excluded, seed, eps, mix in cells:
+        own = (mixes[mix] if mix else
+               {a: 0 if construction == "base" or a == excluded else n for a in curves})  # fmt: skip
+        n_total = sum(own.values())
         for epoch in eps:
             for a, curve in curves.items():
-                p = curve.p(params, pmin, n if n else min(ns) / 4)
+                if mix:
+                    others = (n_total - own.get(a, 0)) / max(k - 1, 1)
+                    p = curve.score(params, pmin, own.get(a, 0), others)
+                else:
+                    p = curve.p(params, pmin, n if n else min(ns) / 4)
                 if excluded == a:
                     p = curve.chance + curve.transference * (p - curve.chance)
+                spent = {} if tokens is None else {"tokens_own": own.get(a, 0) * tokens[a] * epoch}
                 common = dict(cell=cell, base=base, arch="llama", params=params,
-                              construction=construction, mix=None, n_per_ability=n,
+                              construction=construction, mix=mix, n_per_ability=n,
                               n_total=n_total, seed=seed, epoch=epoch, step=int(epoch * 10),
-                              ability=a, chance=100 * curve.chance, excluded_ability=excluded)  # fmt: skip
+                              ability=a, chance=100 * curve.chance, excluded_ability=excluded,
+                              n_own=own.get(a, 0), **spent)  # fmt: skip
                 valid = rng.binomial(n_items, p) / n_items
                 rows.append({**common, "split": "valid", "score": 100 * valid, "n_items": n_items})
                 correct = rng.random(n_items) < p

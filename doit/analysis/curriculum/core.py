@@ -1,0 +1,98 @@
+"""A curriculum from a study: the evidence, every asked policy's allocation, and their predicted
+scores with CIs (``make``), before anything is trained.
+
+Every allocation is predicted by the model behind it (the fitted curves for uniform,
+reconstruct, maximum and marginal; the regressed law for regression), and its gain over
+uniform by the same model at uniform's allocation, replicate by replicate (the analysis's paired
+item bootstrap), so a gain has a CI of its own. ``table`` is curriculum.csv (columns in
+README.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from doit.analysis.curriculum import policies
+from doit.analysis.curriculum.evidence import Evidence, gather
+from doit.analysis.curriculum.options import POLICIES, CurriculumError, Options
+from doit.analysis.sensitivity import interval
+
+COLUMNS = ["policy", "ability", "n", "share", "tokens", "extrapolated", "predicted",
+           "predicted_lo", "predicted_hi", "gain", "gain_lo", "gain_hi", "model", "equal_budget",
+           "target", "budget", "unit", "rule", "split"]  # fmt: skip
+MACRO = "macro"  # the weighted macro row of every policy
+
+
+@dataclass
+class Result:
+    evidence: Evidence
+    allocations: dict[str, policies.Allocation]
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def options(self) -> Options:
+        return self.evidence.options
+
+
+def make(source, options: Options) -> Result:
+    """Every policy of ``options.policies`` (uniform always) with predictions and CIs."""
+    unknown = [p for p in options.policies if p not in POLICIES]
+    if unknown:
+        raise CurriculumError(f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)} "
+                              "or all")  # fmt: skip
+    ev = gather(source, options)
+    asked = ["uniform", *(p for p in POLICIES if p in options.policies and p != "uniform")]
+    allocations = {p: policies.POLICY[p](ev) for p in asked}
+    table = predictions(ev, allocations)
+    notes = [*ev.notes, *(f"{p}: {n}" for p, a in allocations.items() for n in a.notes)]
+    return Result(ev, allocations, table, notes)
+
+
+def predictions(ev: Evidence, allocations: dict) -> pd.DataFrame:
+    """curriculum.csv: a row per policy and ability, and a macro row per policy."""
+    baseline = {}  # model -> uniform's prediction under it
+    rows = []
+    w = ev.weights / ev.weights.sum()
+    for alloc in allocations.values():
+        model = alloc.model
+        if id(model) not in baseline:
+            baseline[id(model)] = model.predict(allocations["uniform"].counts)
+        base_pt, base_reps = baseline[id(model)]
+        point, reps = model.predict(alloc.counts)
+        for i, k in enumerate(ev.abilities):
+            n = alloc.counts[k]
+            rows.append(_row(ev, alloc, k, n, model.extrapolated(k, n), point[i], _col(reps, i),
+                             point[i] - base_pt[i], _diff(reps, base_reps, i)))  # fmt: skip
+        macro_reps = None if reps is None else reps @ w
+        gain_reps = None if reps is None or base_reps is None else (reps - base_reps) @ w
+        total = sum(alloc.counts.values())
+        rows.append(_row(ev, alloc, MACRO, total, any(r["extrapolated"] for r in rows[-len(w):]),
+                         float(point @ w), macro_reps, float((point - base_pt) @ w), gain_reps))  # fmt: skip
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _col(reps, i):
+    return None if reps is None else reps[:, i]
+
+
+def _diff(reps, base, i):
+    return None if reps is None or base is None else reps[:, i] - base[:, i]
+
+
+def _row(ev, alloc, ability, n, extrapolated, point, reps, gain, gain_reps) -> dict:
+    total = sum(alloc.counts.values())
+    tokens = (sum(c * ev.tokens[k] for k, c in alloc.counts.items()) if ability == MACRO
+              else n * ev.tokens[ability])  # fmt: skip
+    lo, hi = interval(point, reps) if reps is not None else (np.nan, np.nan)
+    g_lo, g_hi = interval(gain, gain_reps) if gain_reps is not None else (np.nan, np.nan)
+    o = ev.options
+    return {"policy": alloc.policy, "ability": ability, "n": int(n), "share": n / total if total else np.nan,
+            "tokens": tokens, "extrapolated": bool(extrapolated), "predicted": point,
+            "predicted_lo": lo, "predicted_hi": hi, "gain": gain, "gain_lo": g_lo,
+            "gain_hi": g_hi, "model": alloc.model.label,
+            "equal_budget": alloc.equal_budget, "target": ev.target, "budget": o.budget,
+            "unit": o.unit, "rule": o.rule, "split": o.split}  # fmt: skip

@@ -1,0 +1,281 @@
+"""What the policies read from a study: the fitted curves of the target, the transfer shares, the
+groups, the best observed n, the pools and bounds, the tokens an item costs, the mix points.
+
+Everything is computed, and every problem raised as a `CurriculumError`, before anything is
+written. The fits are the analysis's (`doit.analysis.pipeline.Analysis`) on the ``split`` of
+``Options`` (valid by default, under the rule ``last``), so the test split stays untouched for
+the comparison of the policies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from doit.analysis.curriculum.model import ScoreModel, transfer_shares
+from doit.analysis.curriculum.options import CurriculumError, Options
+from doit.analysis.fits import fit_series, fits_table, uniform
+from doit.analysis.pipeline import Analysis
+from doit.data import abilities as ab
+from doit.io import sha256_text
+
+
+@dataclass
+class Evidence:
+    analysis: Analysis
+    options: Options
+    abilities: tuple[str, ...]
+    target: str  # the target base's name, or "params=P"
+    params: float
+    model: ScoreModel
+    pools: dict[str, int]
+    lower: dict[str, int]
+    upper: dict[str, int]
+    tokens: dict[str, float]  # assistant tokens per item (NaN when the study lacks them)
+    best_n: dict[str, int]  # the uniform n with the best observed score on the target
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.array([self.options.weights.get(a, 1.0) for a in self.abilities], float)
+
+    @property
+    def groups(self) -> pd.DataFrame:
+        return self.analysis.sensitivity.set_index("ability")
+
+    @cached_property
+    def fits_sha(self) -> str:
+        return sha256_text(fits_table(self.analysis.grid).to_csv(index=False))[:16]
+
+    @cached_property
+    def mix_points(self):
+        """The regression's data (`regression.MixPoints`); a CurriculumError without mixes."""
+        return mix_points(self.analysis, self.target, self.abilities)
+
+    def cost(self, counts: dict[str, int]) -> float:
+        """What ``counts`` spend in the budget's unit."""
+        if self.options.unit == "items":
+            return float(sum(counts.values()))
+        return float(sum(n * self.tokens[a] for a, n in counts.items()))
+
+
+def gather(source: str, options: Options) -> Evidence:
+    """The evidence for a curriculum from the study (folder or table) at ``source``."""
+    a = Analysis(str(source), options.rule, options.replicates, options.delta, options.seed,
+                 split=options.split)  # fmt: skip
+    counts = a.counts
+    pts = counts.points
+    abilities = tuple(k for k in ab.ABILITY_KEYS if k in set(pts["ability"]))
+    if not abilities:
+        raise CurriculumError(f"{source}: no {options.split} scores of any ability to fit")
+    target, params, curves = _target(a, abilities, options)
+    use = _use_transfer(pts, options)
+    xs = np.concatenate([f.x for f in curves.values()])
+    model = ScoreModel(abilities, curves, transfer_shares(counts, abilities, use),
+                       float(xs.max()), float(xs.min()))  # fmt: skip
+    pools = _pools(source, options, abilities)
+    lower = {k: options.floors.get(k, 1) for k in abilities}
+    upper = {k: int(min(pools.get(k, 0), options.caps.get(k, math.inf))) for k in abilities}
+    for k in abilities:
+        if lower[k] > upper[k]:
+            raise CurriculumError(f"{k}: its floor {lower[k]} is above its pool or cap "
+                                  f"{upper[k]}; lower --floors or raise --caps")  # fmt: skip
+    tokens = tokens_per_item(a.table, abilities)
+    ev = Evidence(a, options, abilities, target, params, model, pools, lower, upper, tokens,
+                  best_observed(counts, target, abilities))  # fmt: skip
+    _check_budget(ev)
+    ev.notes += transfer_notes(model, use, options)
+    return ev
+
+
+def _target(a: Analysis, abilities, options: Options):
+    """(target name, params, curves per ability) for --base or --params."""
+    pts = a.counts.points
+    grid = pts[uniform(pts)]
+    bases = grid.drop_duplicates("base").set_index("base")["params"].astype(float)
+    if bases.empty:
+        raise CurriculumError("the study has no uniform cells (n items of every ability) to fit "
+                              "curves on; add data.per_ability to its grid")  # fmt: skip
+    if options.params is not None:
+        return _by_params(a, abilities, float(options.params), bases)
+    base = options.base or bases.idxmax()
+    if base not in bases.index:
+        raise CurriculumError(f"base {base!r} is not in the study (bases: "
+                              f"{', '.join(bases.index)}); give one of them, or --params P for "
+                              "a base outside it")  # fmt: skip
+    curves = {}
+    for k in abilities:
+        fit = a.grid.data.get((k, base, "curated"))
+        if fit is None:
+            raise CurriculumError(f"{k} has no data fit on base {base} (it needs >= 2 distinct "
+                                  f"n > 0 with {a.split} scores); add n to the grid")  # fmt: skip
+        curves[k] = fit
+    return base, float(bases[base]), curves
+
+
+def _by_params(a: Analysis, abilities, params: float, bases: pd.Series):
+    """Curves at a base of ``params`` outside the study: each grid n's size fit evaluated at
+    ``params`` (point and replicates), refitted over n as pseudo-counts of the same items."""
+    if len(bases) < 2 or not a.grid.size:
+        raise CurriculumError("--params needs size fits (>= 2 bases at one n); give --base "
+                              "instead")  # fmt: skip
+    counts, curves = a.counts, {}
+    for k in abilities:
+        series = sorted((n, f) for (ab_, n), f in a.grid.size.items() if ab_ == k)
+        if len(series) < 2:
+            raise CurriculumError(f"{k} has size fits at {len(series)} n; --params needs >= 2")
+        ns = np.array([n for n, _ in series], float)
+        m = np.array([counts.points.loc[f.columns, "m"].mean() for _, f in series])
+        point = np.array([f.curve([params])[0][0] for _, f in series]) / 100
+        reps = [f.curve([params])[1] for _, f in series]
+        k_reps = None if reps[0] is None else np.column_stack([r[:, 0] for r in reps]) / 100 * m
+        m_reps = None if k_reps is None else np.broadcast_to(m, k_reps.shape).copy()
+        chance = series[0][1].chance
+        curves[k] = fit_series(ns, point * m, m, chance, k_reps, m_reps)
+    return f"params={params:g}", params, curves
+
+
+def _use_transfer(pts: pd.DataFrame, options: Options) -> bool:
+    has_loo = bool(pts["excluded_ability"].notna().any())
+    if options.transfer == "on" and not has_loo:
+        raise CurriculumError("--transfer on needs leave-one-ability-out cells: add data.loo "
+                              "[n] to the grid (doit/grid/README.md), or --transfer auto|off")  # fmt: skip
+    return has_loo and options.transfer != "off"
+
+
+def transfer_notes(model: ScoreModel, use: bool, options: Options) -> list[str]:
+    if not use:
+        why = (
+            "--transfer off"
+            if options.transfer == "off"
+            else "the study has no leave-one-out cells"
+        )
+        return [f"transfer ignored ({why}): S_a = U_a(n_a), the uniform-grid curve alone"]
+    ignored = [f"{a} ({t.note})" for a, t in model.transfer.items() if t.note]
+    return [f"transfer term g_a for {len(model.abilities) - len(ignored)} abilities"] + (
+        [f"T_a = 0 for {', '.join(ignored)}"] if ignored else []
+    )
+
+
+def _pools(source: str, options: Options, abilities) -> dict[str, int]:
+    """Pools from --pools, else the corpus (--data, or the study's grid's doit_dir)."""
+    if options.pools is not None:
+        return {k: int(options.pools.get(k, 0)) for k in abilities}
+    data = options.data or _grid_corpus(source)
+    if data is None:
+        raise CurriculumError("no pools: give --data DOIT_DIR (the corpus the mix draws from) or "
+                              "--pools ability=n,...")  # fmt: skip
+    from doit.data.cells import pool_sizes
+    from doit.data.load import load_items
+
+    try:
+        return pool_sizes(load_items(data, options.source))
+    except (ValueError, OSError) as e:
+        first = str(e).splitlines()[0]
+        raise CurriculumError(f"pools from {data} (--source {options.source}): {first}") from None
+
+
+def _grid_corpus(source: str) -> str | None:
+    """The corpus of the grid a study folder was planned from, when it is there."""
+    from doit.grid.plan import PLAN, read_plan
+
+    if not (Path(source) / PLAN).is_file():
+        return None
+    corpus = read_plan(source).grid.doit_dir
+    return corpus if Path(corpus).is_dir() else None
+
+
+def tokens_per_item(table: pd.DataFrame, abilities) -> dict[str, float]:
+    """Each ability's assistant tokens per training item and epoch (``tokens_own`` / (``n_own``
+    x epoch), the mean over the cells that trained on it); NaN without those columns."""
+    rows = table[(table["n_own"].astype("Float64") > 0).fillna(False)
+                 & (table["epoch"].astype(float) > 0) & table["tokens_own"].notna()]  # fmt: skip
+    rows = rows.drop_duplicates(["cell", "epoch", "ability"])
+    per = rows["tokens_own"].astype(float) / (rows["n_own"].astype(float) * rows["epoch"])
+    mean = per.groupby(rows["ability"]).mean()
+    return {k: float(mean.get(k, np.nan)) for k in abilities}
+
+
+def best_observed(counts, base: str, abilities) -> dict[str, int]:
+    """Per ability, the uniform n with its highest observed score on ``base`` (the smallest n
+    on ties); the largest base's when the target is not in the study."""
+    pts = counts.points[uniform(counts.points)]
+    if base not in set(pts["base"]):
+        base = pts.sort_values("params")["base"].iloc[-1]
+    out = {}
+    for k in abilities:
+        own = pts[(pts["base"] == base) & (pts["ability"] == k)]
+        if len(own):
+            own = own.assign(n=own["n_per_ability"].astype(float)).sort_values("n")
+            out[k] = int(own.loc[own["score"].astype(float).idxmax(), "n"])
+    return out
+
+
+def cell_counts(selected: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """cell -> ability -> training items: ``n_own``, else (tables without it) a uniform or
+    leave-one-out cell's n; a cell whose counts are unknown is left out."""
+    out: dict[str, dict[str, float]] = {}
+    rows = selected.drop_duplicates(["cell", "ability"])
+    for r in rows.itertuples():
+        if r.construction not in ("curated", "mix"):
+            continue
+        if pd.notna(r.n_own):
+            n = float(r.n_own)
+        elif r.construction == "curated" and pd.notna(r.n_per_ability):
+            n = 0.0 if r.excluded_ability == r.ability else float(r.n_per_ability)
+        else:
+            continue
+        out.setdefault(r.cell, {})[r.ability] = n
+    return out
+
+
+def mix_points(a: Analysis, base: str, abilities):
+    """Every trained cell of ``base`` with known counts, as the regression's data: points of
+    the bootstrap (seeds pooled), their counts, scores and replicate scores."""
+    from doit.analysis.curriculum.regression import MixPoints
+
+    pts = a.counts.points
+    known = cell_counts(a.selected)
+    rows = pts[(pts["base"] == base) & pts["construction"].isin(["curated", "mix"])]
+    labels, X, y, reps, mixes = [], [], [], [], 0
+    for cells, block in rows.groupby("cells", sort=True):
+        first = cells.split(",")[0]
+        block = block.set_index("ability")
+        if first not in known or not set(abilities) <= set(block.index):
+            continue
+        cols = [int(np.flatnonzero((pts["cells"] == cells) & (pts["ability"] == k))[0])
+                for k in abilities]  # fmt: skip
+        labels.append(first)
+        X.append([known[first].get(k, 0.0) for k in abilities])
+        y.append(100 * pts["k"].to_numpy(float)[cols] / pts["m"].to_numpy(float)[cols])
+        reps.append(100 * a.counts.k[:, cols] / a.counts.m[:, cols])
+        mixes += int(block["construction"].iloc[0] == "mix")
+    if not mixes or len(X) < len(abilities) + 2:
+        raise CurriculumError(f"regression needs random-mix cells on base {base} ({mixes} mix "
+                              f"cells, {len(X)} cells with known counts; >= {len(abilities) + 2} "
+                              "with >= 1 mix): add data.random_mixes {count: 24, total: BUDGET} "
+                              "to the grid (doit/grid/README.md)")  # fmt: skip
+    return MixPoints(abilities, np.array(X, float), np.array(y, float),
+                     np.stack(reps, axis=1), mixes, labels)  # fmt: skip
+
+
+def _check_budget(ev: Evidence) -> None:
+    o = ev.options
+    if o.unit == "tokens":
+        missing = [k for k, t in ev.tokens.items() if not np.isfinite(t)]
+        if missing:
+            raise CurriculumError(f"--unit tokens needs the study's tokens per item (tokens_own, "
+                                  f"n_own), missing for {', '.join(missing)}; use --unit items")  # fmt: skip
+    low, high = ev.cost(ev.lower), ev.cost(ev.upper)
+    if o.budget < low:
+        raise CurriculumError(f"--budget {o.budget} is below the floors' sum {low:g} ({o.unit}); "
+                              "raise --budget or lower --floors")  # fmt: skip
+    if o.budget > high:
+        raise CurriculumError(f"--budget {o.budget} is above what the pools (and caps) hold, "
+                              f"{high:g} {o.unit}; lower --budget, raise --caps or use a larger "
+                              "--source")  # fmt: skip

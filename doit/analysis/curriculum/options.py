@@ -1,0 +1,62 @@
+"""What a curriculum is asked for (``Options``), and the one error it raises (``CurriculumError``:
+one line naming the fix; the CLI exits 2 on it, before anything is written)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from doit.data import abilities as ab
+
+POLICIES = ("uniform", "reconstruct", "maximum", "marginal", "regression")
+EQUAL_BUDGET = ("uniform", "reconstruct", "marginal", "regression")  # maximum ignores the budget
+UNITS = ("items", "tokens")
+TRANSFER = ("auto", "on", "off")
+MODELS = ("auto", "linear", "lightgbm")
+REACH = 4.0  # marginal and regression give an ability at most REACH x the largest n observed
+
+
+class CurriculumError(ValueError):
+    """A curriculum that cannot be made as asked; the message is one line naming the fix."""
+
+
+@dataclass
+class Options:
+    """A curriculum request (the CLI's flags; defaults as documented in README.md)."""
+
+    budget: int  # items (or assistant tokens with unit tokens) every equal-budget policy spends
+    policies: tuple[str, ...] = ("marginal",)  # which policies (uniform always comes along)
+    base: str | None = None  # the target base; None: the study's largest
+    params: float | None = None  # a target outside the study, by non-embedding parameters
+    pools: dict[str, int] | None = None  # ability -> items the mix can draw (None: from data)
+    data: str | None = None  # the corpus the mix draws from (pools), if pools are not given
+    source: str = "1000"  # its train pool: "1000" | full
+    floors: dict[str, int] = field(default_factory=dict)  # ability -> fewest items (default 1)
+    caps: dict[str, int] = field(default_factory=dict)  # ability -> most items (default: pool)
+    weights: dict[str, float] = field(default_factory=dict)  # macro weights (default 1)
+    unit: str = "items"  # items | tokens: what the budget counts
+    transfer: str = "auto"  # auto: LOO cells if any; on: required; off: ignored
+    model: str = "auto"  # regression's model: auto (by cross-validation) | linear | lightgbm
+    reach: float = REACH  # see REACH
+    delta: float = 2.0  # equivalence margin (points per 4x) for "resistant"
+    replicates: int = 1000  # bootstrap replicates (the analysis's paired item bootstrap)
+    seed: int = 0
+    rule: str = "last"  # checkpoint rule (valid is reported only under `last`)
+    split: str = "valid"  # the split the fits are made on; test stays for the comparison
+
+
+def parse_pairs(text: str | None, flag: str, kind=int) -> dict:
+    """``ability=value,...`` (``--pools``, ``--floors``, ``--caps``, ``--weights``)."""
+    out = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        try:
+            (name,) = ab.parse_keys([key.strip()])
+            number = kind(value)
+        except ValueError as e:
+            raise CurriculumError(f"{flag} {part!r}: expected ability=number ({e})") from None
+        if not sep or number < 0:
+            raise CurriculumError(f"{flag} {part!r}: expected ability=number >= 0")
+        out[name] = number
+    return out

@@ -1,0 +1,242 @@
+"""The policies: each turns the evidence into items per ability (an ``Allocation``).
+
+- ``uniform``: equal n per ability, capped at pools and caps (the study's baseline).
+- ``reconstruct``: the study's heuristic from the analysis groups: a ``resistant_both``
+  ability gets the uniform n with its highest observed score, a ``saturating`` one its
+  ``saturation_n`` (rounded up), and the rest share what is left equally (the mix schema's
+  fill arithmetic, `doit.data.mixes.fill_equal`).
+- ``maximum``: the same fixed counts, every other ability its whole pool (or cap); it ignores
+  the budget and is left out of equal-budget comparisons.
+- ``marginal``: the allocation that maximises the fitted weighted macro score at the budget
+  (`model.ScoreModel`, transfer-aware), solved exactly (`optimise.maximise`); an ability whose
+  data-sensitivity CI lies inside the equivalence margin (``data_class`` resistant) keeps its
+  floor.
+- ``regression``: the best mixture under the regressed law (`regression`).
+
+Every count lies between the ability's floor and its pool (and cap); marginal and regression
+also stay within ``reach`` x the largest n the study observed for an ability, unless the budget
+cannot be spent there (then the bound is lifted and a note says so). With ``unit: tokens`` the
+budget counts assistant tokens (each ability's tokens per item from the study): uniform and
+reconstruct take the most items their rule gives within it, marginal and regression optimise
+over token costs in quanta of budget / ``QUANTA`` (so they spend at most the budget), the
+transfer term's N_other from the allocation itself by fixed-point iteration.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from doit.analysis.curriculum import regression as reg
+from doit.analysis.curriculum.evidence import Evidence
+from doit.analysis.curriculum.optimise import Infeasible, maximise
+from doit.analysis.curriculum.options import CurriculumError
+from doit.data.mixes import fill_equal
+
+QUANTA = 20_000  # the token budget's resolution in the optimisers
+FIXED_POINT_ROUNDS = 10
+
+
+@dataclass
+class Allocation:
+    policy: str
+    counts: dict[str, int]
+    model: object  # what predicts it: the evidence's ScoreModel or a RegressionModel
+    equal_budget: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+# --- equal shares -----------------------------------------------------------------------------
+def equal_shares(total: int, keys, lower: dict, upper: dict) -> dict[str, int]:
+    """``total`` items shared equally over ``keys``: an ability whose floor is above the share
+    keeps its floor, one whose cap is below it takes its cap (`fill_equal`), what cannot be
+    placed goes to abilities with room in registry order."""
+    keys, out = list(keys), {}
+    while keys:
+        share = (total - sum(out.values())) // len(keys)
+        low = [k for k in keys if lower[k] > share]
+        if not low:
+            break
+        for k in low:
+            out[k] = lower[k]
+            keys.remove(k)
+    out.update(fill_equal(total - sum(out.values()), tuple(keys), {k: upper[k] for k in keys}))
+    for k in [k for k in upper if k in out]:  # floors fixed above the share leave room elsewhere
+        short = total - sum(out.values())
+        if short <= 0:
+            break
+        out[k] += min(short, upper[k] - out[k])
+    return out
+
+
+def most_within(ev: Evidence, make) -> dict[str, int]:
+    """``make(items)`` for the most items whose cost is within the budget (unit tokens), or for
+    the budget itself (unit items)."""
+    if ev.options.unit == "items":
+        return make(ev.options.budget)
+    lo, hi = 0, int(sum(ev.upper.values()))
+    while lo < hi:  # the largest total whose allocation fits the token budget
+        mid = (lo + hi + 1) // 2
+        if ev.cost(make(mid)) <= ev.options.budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return make(lo)
+
+
+def uniform(ev: Evidence) -> Allocation:
+    counts = most_within(ev, lambda n: equal_shares(n, ev.abilities, ev.lower, ev.upper))
+    return Allocation("uniform", counts, ev.model)
+
+
+# --- the study's heuristics -------------------------------------------------------------------
+def _clamp(ev: Evidence, k: str, n: float) -> int:
+    return int(min(max(n, ev.lower[k]), ev.upper[k]))
+
+
+def study_caps(ev: Evidence) -> tuple[dict[str, int], list[str]]:
+    """The counts the study's heuristics fix: resistant_both -> the best observed uniform n,
+    saturating -> saturation_n (rounded up)."""
+    fixed, notes = {}, []
+    for k in ev.abilities:
+        row = ev.groups.loc[k] if k in ev.groups.index else None
+        if row is None:
+            continue
+        if row["group"] == "resistant_both" and k in ev.best_n:
+            fixed[k] = _clamp(ev, k, ev.best_n[k])
+            notes.append(f"{k}: resistant_both, its best observed n {ev.best_n[k]} -> {fixed[k]}")
+        elif row["group"] == "saturating" and np.isfinite(row["saturation_n"]):
+            fixed[k] = _clamp(ev, k, math.ceil(row["saturation_n"]))
+            notes.append(f"{k}: saturating at n = {row['saturation_n']:.0f} -> {fixed[k]}")
+    return fixed, notes
+
+
+def reconstruct(ev: Evidence) -> Allocation:
+    fixed, notes = study_caps(ev)
+    rest = [k for k in ev.abilities if k not in fixed]
+    spare = ev.options.budget - ev.cost(fixed)
+    if spare < ev.cost({k: ev.lower[k] for k in rest}):
+        raise CurriculumError(f"reconstruct: its fixed counts ({ev.cost(fixed):g} {ev.options.unit}"
+                              f") leave too little of --budget {ev.options.budget} for the floors "
+                              "of the rest; raise --budget")  # fmt: skip
+
+    def make(n):
+        return {**fixed, **equal_shares(n - sum(fixed.values()), rest, ev.lower, ev.upper)}
+
+    return Allocation("reconstruct", _ordered(ev, most_within(ev, make)), ev.model, notes=notes)
+
+
+def maximum(ev: Evidence) -> Allocation:
+    fixed, notes = study_caps(ev)
+    counts = {k: fixed.get(k, ev.upper[k]) for k in ev.abilities}
+    return Allocation("maximum", counts, ev.model, equal_budget=False,
+                      notes=notes + ["maximum ignores --budget (every other ability takes its "
+                                     "pool or cap)"])  # fmt: skip
+
+
+# --- optimisers ---------------------------------------------------------------------------------
+def _bounds(ev: Evidence, top: dict[str, float], free) -> tuple[dict, list[str]]:
+    """Upper bounds of the optimised abilities: within reach x the most observed, unless the
+    budget cannot be spent there."""
+    reach = {k: max(ev.lower[k], min(ev.upper[k], int(ev.options.reach * top[k]))) for k in free}
+    fixed = {k: ev.lower[k] for k in ev.abilities if k not in free}
+    if ev.cost({**fixed, **reach}) >= ev.options.budget:
+        return reach, []
+    return ({k: ev.upper[k] for k in free},
+            [f"the budget cannot be spent within {ev.options.reach:g} x the largest observed n: "
+             "counts beyond it are allowed (and flagged extrapolated)"])  # fmt: skip
+
+
+def _solve(ev: Evidence, free, fixed: dict, high: dict, value) -> dict[str, int]:
+    """Counts of ``free`` abilities maximising sum value(k, n) (n: array of counts) beside
+    ``fixed``, within [floor, high], spending the budget."""
+    lows = {k: ev.lower[k] for k in free}
+    ranges = {k: np.arange(lows[k], high[k] + 1) for k in free}
+    values = [value(k, ranges[k]) for k in free]
+    try:
+        if ev.options.unit == "items":
+            spare = ev.options.budget - int(ev.cost({**fixed, **lows}))
+            extra = maximise(values, spare)
+        else:
+            quantum = max(1.0, ev.options.budget / QUANTA)
+            spare = int((ev.options.budget - ev.cost({**fixed, **lows})) // quantum)
+            costs = [np.ceil((ranges[k] - lows[k]) * ev.tokens[k] / quantum).astype(int)
+                     for k in free]  # fmt: skip
+            extra = maximise(values, spare, costs)
+    except Infeasible as e:
+        raise CurriculumError(f"{e}; change --budget, --floors or --caps") from None
+    return {**fixed, **{k: lows[k] + x for k, x in zip(free, extra)}}
+
+
+def marginal(ev: Evidence) -> Allocation:
+    m, w = ev.model, dict(zip(ev.abilities, ev.weights))
+    groups = ev.groups
+    resistant = [k for k in ev.abilities
+                 if k in groups.index and groups.loc[k, "data_class"] == "resistant"]  # fmt: skip
+    free = [k for k in ev.abilities if k not in resistant]
+    fixed = {k: ev.lower[k] for k in resistant}
+    high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
+    if resistant:
+        notes.append(f"at their floor (data-sensitivity CI inside +-{ev.options.delta:g}): "
+                     f"{', '.join(resistant)}")  # fmt: skip
+    total = sum(uniform(ev).counts.values())
+    for _ in range(FIXED_POINT_ROUNDS if ev.options.unit == "tokens" else 1):
+        counts = _solve(ev, free, fixed, high, lambda k, n, t=total: w[k] * m.values(k, n, t))
+        if sum(counts.values()) == total:
+            break
+        total = sum(counts.values())
+    if not m.uses_transfer:
+        notes.append("transfer-blind: S_a = U_a(n_a)")
+    return Allocation("marginal", _ordered(ev, counts), m, notes=notes)
+
+
+def regression(ev: Evidence) -> Allocation:
+    if ev.options.params is not None:
+        raise CurriculumError("regression predicts the bases its mixtures were trained on: give "
+                              "--base, not --params")  # fmt: skip
+    model = reg.fit(ev.mix_points, ev.options.model, ev.options.seed)
+    free = list(ev.abilities)
+    high, notes = _bounds(ev, model.observed_max, free)
+    if model.kind == "linear":
+        gamma = dict(zip(ev.abilities, model.gammas(ev.weights)))
+        counts = _solve(ev, free, {}, high, lambda k, n: gamma[k] * np.log1p(n))
+    elif ev.options.unit == "tokens":
+        raise CurriculumError("--unit tokens is not supported with the lightgbm model (its "
+                              "search draws mixtures in items); use --model linear")  # fmt: skip
+    else:
+        counts = _search(ev, model, high)
+    cv = model.cv[model.cv["chosen"]]
+    notes.append(f"{model.kind} model, cross-validated Spearman {cv['cv_spearman'].mean():.2f} "
+                 f"(mean over abilities), RMSE {cv['cv_rmse'].mean():.1f} points, "
+                 f"{int(cv['points'].iloc[0])} cells ({int(cv['mix_cells'].iloc[0])} mixes)")  # fmt: skip
+    return Allocation("regression", _ordered(ev, counts), model, notes=notes)
+
+
+def _search(ev: Evidence, model, high: dict) -> dict[str, int]:
+    """RegMix's search for a model that is not separable: the mean of the top mixtures of many
+    drawn around the pool prior, rounded within the bounds."""
+    from doit.grid.random_mixes import counts as to_counts
+
+    rng = np.random.default_rng(ev.options.seed)
+    keys = list(ev.abilities)
+    lows = np.array([ev.lower[k] for k in keys], float)
+    room = np.array([high[k] for k in keys], float) - lows
+    budget = int(ev.options.budget - lows.sum())
+    prior = np.array([ev.pools[k] for k in keys], float)
+    draws = rng.dirichlet(len(keys) * prior / prior.sum(), size=reg.SEARCH)
+    cand = lows + np.array([to_counts(p, budget, room) for p in draws], float)
+    w = ev.weights / ev.weights.sum()
+    macro = model.model.predict(cand) @ w
+    top = cand[np.argsort(-macro)[: reg.TOP]].mean(0) - lows
+    extra = to_counts(top / top.sum(), budget, room)
+    return {k: int(lo + x) for k, lo, x in zip(keys, lows, extra)}
+
+
+def _ordered(ev: Evidence, counts: dict) -> dict[str, int]:
+    return {k: int(counts.get(k, 0)) for k in ev.abilities}
+
+
+POLICY = {"uniform": uniform, "reconstruct": reconstruct, "maximum": maximum,
+          "marginal": marginal, "regression": regression}  # fmt: skip

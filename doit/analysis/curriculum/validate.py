@@ -1,0 +1,181 @@
+"""``--validate``: train the competing policies at the same budget and compare them with uniform.
+
+``grid`` writes ``DIR/validate/grid.yaml``: the study's grid (every key it has, the
+formulation's included) with one base, the target, and one ``data.mix`` cell per equal-budget
+policy (``DIR/mixes/<policy>-<budget>.yaml``) for >= 2 training seeds; ``run`` plans it into
+``DIR/validate/study`` and runs it through `doit.grid` (a rerun resumes, keeping finished cells);
+``compare`` reads its results:
+
+- **calibration** (``calibration.csv``): per policy and ability, the predicted validation score
+  (and CI) beside the measured one (the last epoch, seeds pooled, its CI from the paired item
+  bootstrap), their difference and z = difference / sqrt(se_predicted^2 + se_measured^2)
+  (se: the CI's width / 3.92); ``covered``: |z| < 1.96;
+- **differences** (``differences.csv``): each policy's score minus uniform's on **test** (and
+  every benchmark split the grid scored), per ability (the C-Eval sets included), ``macro``
+  (the in-domain abilities' mean) and ``overall`` (every test ability's mean), with a paired
+  item-bootstrap 95% CI (seeds resampled first); benchmark splits without per-item rows fall
+  back to binomial resampling, said in ``method``.
+
+Grid paths are relative to the current directory, as for the study itself: run --validate from
+where the study was planned.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from doit.analysis.bootstrap import bootstrap_counts
+from doit.analysis.curriculum.core import MACRO, Result
+from doit.analysis.curriculum.options import EQUAL_BUDGET, CurriculumError
+from doit.analysis.curriculum.outputs import mix_name
+from doit.analysis.select import select_checkpoints
+from doit.analysis.sensitivity import interval
+from doit.data import abilities as ab
+from doit.io import atomic_path, atomic_write_text
+
+DROP = ("name", "bases", "data", "seed", "sample_seed", "sweep", "pretrain_seed")
+Z = 1.959964
+
+
+def grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
+    """The validation grid's mapping (module docstring); CurriculumError when the study is not
+    a planned study folder or the target is not one of its bases."""
+    from doit.grid.plan import PLAN, read_plan
+
+    source, ev = Path(result.evidence.analysis.source), result.evidence
+    if not (source / PLAN).is_file():
+        raise CurriculumError(f"--validate needs a study folder (with {PLAN}) to take the base "
+                              f"and recipe from; {source} is not one")  # fmt: skip
+    if len(set(seeds)) < 2:
+        raise CurriculumError("--validate needs >= 2 training seeds (--seeds 0,1)")
+    raw = read_plan(source).grid.raw
+    base = [b for b in raw["bases"] if b.get("name") == ev.target]
+    if not base:
+        raise CurriculumError(f"--validate trains the target base, and {ev.target} is not one of "
+                              "the study's bases: give --base")  # fmt: skip
+    mixes = [str((Path(out) / "mixes" / f"{mix_name(p, result.options.budget)}.yaml").resolve())
+             for p in result.allocations if p in EQUAL_BUDGET]  # fmt: skip
+    kept = {k: v for k, v in raw.items() if k not in DROP}
+    return {"name": f"{raw['name']}-curriculum-{result.options.budget}", **kept, "bases": base,
+            "data": {"mix": mixes}, "seed": sorted(set(seeds)), "sample_seed": [0]}  # fmt: skip
+
+
+def run(result: Result, out: Path, seeds=(0, 1), max_parallel: int = 1,
+        threads: int | None = None, backend: str = "local") -> dict[str, pd.DataFrame]:  # fmt: skip
+    """Write the validation grid, plan and run it, compare; the tables are written too."""
+    from doit.grid.plan import write_plan
+    from doit.grid.runner import run_study
+    from doit.grid.spec import load_grid
+
+    folder = Path(out) / "validate"
+    mapping = grid(result, out, seeds)
+    path = atomic_write_text(folder / "grid.yaml", "# doit analysis curriculum --validate\n"
+                             + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True))  # fmt: skip
+    write_plan(load_grid(path), folder / "study", replan=True)
+    run_study(folder / "study", backend, max_parallel, threads)
+    tables = compare(result, folder / "study")
+    for name, df in tables.items():
+        with atomic_path(folder / f"{name}.csv") as tmp:
+            df.to_csv(tmp, index=False)
+    return tables
+
+
+def policy_of(mix: str) -> str:
+    return str(mix).rsplit("-", 1)[0]
+
+
+def compare(result: Result, study, replicates: int | None = None) -> dict[str, pd.DataFrame]:
+    """calibration and differences (module docstring) from the validation study's results."""
+    from doit.grid.results import read_results
+
+    o = result.options
+    table = read_results(study)
+    items = read_results(study, per_item=True)
+    table = table[table["construction"] == "mix"].assign(mix=lambda d: d["mix"].map(policy_of))
+    if table.empty:
+        raise CurriculumError(f"{study}: no finished policy cell to compare (doit grid status)")
+    reps, seed = replicates or o.replicates, o.seed
+    valid = bootstrap_counts(select_checkpoints(table, "last", ("valid",)), items, reps, seed,
+                             ("valid",))  # fmt: skip
+    selected = select_checkpoints(table, "last")
+    return {
+        "calibration": calibration(result, valid),
+        "differences": differences(selected, items, reps, seed),
+    }
+
+
+def calibration(result: Result, valid) -> pd.DataFrame:
+    pred = result.table[result.table["ability"] != MACRO]
+    rows = []
+    for r in pred.itertuples():
+        try:
+            i = valid.column(r.ability, mix=r.policy)
+        except KeyError:
+            continue
+        score = float(valid.points["score"].iloc[i])
+        lo, hi = interval(score, 100 * valid.k[:, i] / valid.m[:, i])
+        se = np.hypot((r.predicted_hi - r.predicted_lo) / (2 * Z), (hi - lo) / (2 * Z))
+        z = (score - r.predicted) / se if se > 0 else np.nan
+        rows.append({"policy": r.policy, "ability": r.ability, "n": r.n,
+                     "predicted": r.predicted, "predicted_lo": r.predicted_lo,
+                     "predicted_hi": r.predicted_hi, "measured": score, "measured_lo": lo,
+                     "measured_hi": hi, "error": score - r.predicted, "z": z,
+                     "covered": bool(abs(z) < Z) if np.isfinite(z) else False,
+                     "seeds": int(valid.points["seeds"].iloc[i])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def differences(selected: pd.DataFrame, items, replicates: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for split in ["test", *sorted(set(selected["split"]) - {"test", "valid"})]:
+        counts = bootstrap_counts(selected, items, replicates, seed, (split,))
+        pts = counts.points
+        names = sorted(set(pts["mix"]) - {"uniform"})
+        for policy in names:
+            per = []
+            for k in sorted(set(pts["ability"]), key=_order):
+                try:
+                    i, j = counts.column(k, mix=policy), counts.column(k, mix="uniform")
+                except KeyError:
+                    continue
+                d = 100 * (counts.k[:, i] / counts.m[:, i] - counts.k[:, j] / counts.m[:, j])
+                point = float(pts["score"].iloc[i] - pts["score"].iloc[j])
+                per.append((k, point, d, float(pts["score"].iloc[j]), float(pts["score"].iloc[i])))
+            rows += [_diff_row(policy, split, k, *rest, counts.method) for k, *rest in per]
+            for name, keep in ((MACRO, ab.ABILITY_KEYS), ("overall", None)):
+                sub = [p for p in per if keep is None or p[0] in keep]
+                if split == "test" and sub:
+                    rows.append(_diff_row(policy, split, name, np.mean([p[1] for p in sub]),
+                                          np.mean([p[2] for p in sub], 0),
+                                          np.mean([p[3] for p in sub]),
+                                          np.mean([p[4] for p in sub]), counts.method))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _order(k: str):
+    return (ab.ABILITY_KEYS.index(k) if k in ab.ABILITY_KEYS else len(ab.ABILITY_KEYS), k)
+
+
+def _diff_row(policy, split, ability, point, reps, uniform, score, method) -> dict:
+    lo, hi = interval(point, reps)
+    return {"policy": policy, "split": split, "ability": ability, "uniform": uniform,
+            "score": score, "diff": point, "diff_lo": lo, "diff_hi": hi, "method": method}  # fmt: skip
+
+
+def blocks(tables: dict[str, pd.DataFrame]) -> list[tuple[str, object]]:
+    cal, diff = tables["calibration"], tables["differences"]
+    out = [("h2", "Validation: the policies trained, against uniform")]
+    if len(cal):
+        out.append(("p", f"Calibration on valid: mean absolute error "
+                         f"{cal['error'].abs().mean():.2f} points, {100 * cal['covered'].mean():.0f}% "
+                         f"of {len(cal)} (policy, ability) predictions within their combined 95% "
+                         "interval."))  # fmt: skip
+    head = diff[(diff["split"] == "test") & diff["ability"].isin([MACRO, "overall"])]
+    out += [("h3", "Test: difference from uniform (paired item bootstrap, 95% CI)"),
+            ("table", head.round(2)), ("h3", "Per ability"), ("table", diff.round(2)),
+            ("h3", "Calibration (valid)"), ("table", cal.round(2))]  # fmt: skip
+    return out
