@@ -68,7 +68,8 @@ def run(args) -> int:
 
     a = Analysis(str(args.source), args.rule, args.replicates, args.delta, args.seed,
                  features_csv=args.features, ground_truth=load_truth(args.data))  # fmt: skip
-    a.table  # noqa: B018 -- validate before anything is written
+    if a.table.empty:  # validated first: nothing is written for a table that is refused
+        return write_empty(a, args.out, args.step)
     if args.base:
         a.complexity = measure_complexity(args.base, args.data, args.chat_format)
     out = args.out
@@ -103,6 +104,33 @@ def run(args) -> int:
             print(f"note: {line}")
     if step in ("run", "report"):
         print(f"report: {out / 'report.html'}")
+    return 0
+
+
+EMPTY_NOTE = "The results table has no rows: nothing to select, fit or predict."
+
+
+def write_empty(a, out: Path, step: str) -> int:
+    """The outputs of a table without rows: each CSV with its columns and no rows, a report
+    that says so (as a study too small for a piece gets that piece empty, with a note)."""
+    import pandas as pd
+
+    from doit.analysis import fits, report, sensitivity
+
+    columns = {"selected.csv": list(a.table.columns), "fits.csv": fits.COLUMNS,
+               "sensitivity.csv": sensitivity.COLUMNS}  # fmt: skip
+    wanted = {"run": list(columns), "select": ["selected.csv"],
+              "fit": ["fits.csv", "sensitivity.csv"]}.get(step, [])  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in wanted:
+        pd.DataFrame(columns=columns[name]).to_csv(out / name, index=False)
+        written.append(out / name)
+    if step in ("run", "report"):
+        written += report.write_blocks([("h1", "Scaling analysis"), ("p", EMPTY_NOTE)], out)
+    for path in written:
+        print(path)
+    print(f"note: {EMPTY_NOTE}")
     return 0
 
 

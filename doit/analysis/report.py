@@ -145,7 +145,11 @@ def _paper_blocks(a):
 
 
 def write(a, out: Path, figures: dict[str, Path]) -> tuple[Path, Path]:
-    bl = blocks(a, figures)
+    return write_blocks(blocks(a, figures), out)
+
+
+def write_blocks(bl, out: Path) -> tuple[Path, Path]:
+    """report.md and the self-contained report.html of ``bl`` ((kind, content) blocks)."""
     md = out / "report.md"
     md.write_text(to_markdown(bl, out), encoding="utf-8")
     page = out / "report.html"
