@@ -15,19 +15,19 @@ Outputs and definitions: doit/analysis/README.md (``ladder``: doit/analysis/ladd
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from doit.analysis.select import RULES
 from doit.analysis.sensitivity import DELTA
+from doit.flags import ArgumentParser
 from doit.grid.results import ResultsError
 
 STEPS = ("run", "select", "fit", "features", "predict", "plot", "report")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="doit analysis", description=__doc__.split("\n\n")[0])
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="doit analysis", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="step", required=True)
     for step in STEPS:
         s = sub.add_parser(step, help=f"{step} (see doit/analysis/README.md)")
@@ -40,13 +40,12 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--features", help="a CSV of extra per-ability feature columns")
         s.add_argument("--base", help="untuned base model for Complexity (the smallest base)")
         s.add_argument("--data", help="DoIT data folder for Complexity (and ground_truth.json)")
-        s.add_argument("--adapter", default=None, help=argparse.SUPPRESS)
         s.add_argument("--chat-format", default="doit", help="chat format for an untuned base")
     s = sub.add_parser("ladder", help="loss vs size of a pretraining ladder (ladder.py)")
     s.add_argument("sources", nargs="+",
                    help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs")  # fmt: skip
     s.add_argument("--out", required=True, type=Path, help="output folder")
-    s.add_argument("--base-arch", "--base_arch", default="vanilla",
+    s.add_argument("--base-arch", default="vanilla",
                    help="the architecture the others are paired with")  # fmt: skip
     s.add_argument("--replicates", type=int, default=2000, help="seed bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
@@ -54,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return ladder(args) if args.step == "ladder" else run(args)
     except (ResultsError, ValueError, FileNotFoundError) as e:
