@@ -285,3 +285,50 @@ def test_predict_names_an_ability_the_data_lacks(tmp_path, capsys):
     with pytest.raises(DataError, match="ethics"):
         load_split_items(data_dir, "test", abilities="ethics,math")
     assert {it["ability"] for it in load_split_items(data_dir, "test")} >= {"math"}
+
+
+# --- 8. the analysis refuses what it cannot read right ------------------------------------------
+def planted_table(tmp_path, **change) -> Path:
+    from doit.analysis.synthetic import Curve, planted_study
+
+    table, _, _ = planted_study({"biology": Curve(), "code": Curve()}, n_items=50, rng=0,
+                                epochs=(5.0,), per_item=False)  # fmt: skip
+    for column, fn in change.items():
+        table[column] = fn(table)
+    path = tmp_path / "results.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+def analysis(argv) -> int:
+    from doit.analysis.cli import main
+
+    return exit_code(main, argv)
+
+
+def test_an_ability_the_registry_does_not_know_is_reported_and_left_out(tmp_path, capsys):
+    path = planted_table(tmp_path, ability=lambda t: t["ability"].replace("code", "cod"))
+    assert analysis(["fit", str(path), "--out", str(tmp_path / "out"), "--replicates", "50"]) == 0
+    printed = capsys.readouterr().out
+    assert "cod" in printed and "not in the ability registry" in printed
+    import pandas as pd
+
+    assert set(pd.read_csv(tmp_path / "out" / "sensitivity.csv")["ability"]) == {"biology"}
+
+
+def test_scores_on_a_0_to_1_scale_are_refused(tmp_path, capsys):
+    path = planted_table(tmp_path, score=lambda t: t["score"] / 100)
+    assert analysis(["fit", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "score" in err and "0-1 scale" in err and not (tmp_path / "out").exists()
+
+
+def test_an_empty_table_writes_empty_outputs_with_a_note(tmp_path, capsys):
+    from doit.grid.results import frame
+
+    path = tmp_path / "results.csv"
+    frame([]).to_csv(path, index=False)
+    assert analysis(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert "no rows" in capsys.readouterr().out
+    for name in ("selected.csv", "fits.csv", "sensitivity.csv", "report.html"):
+        assert (tmp_path / "out" / name).is_file(), name

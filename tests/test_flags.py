@@ -21,7 +21,9 @@ def test_both_spellings_set_one_value_and_help_shows_dashes():
     assert "--per-ability" in p.format_help() and "--per_ability" not in p.format_help()
 
 
-@pytest.mark.parametrize("module", ["doit.data.cli", "doit.grid.cli", "doit.eval.cli"])
+@pytest.mark.parametrize(
+    "module", ["doit.data.cli", "doit.grid.cli", "doit.eval.cli", "doit.analysis.cli"]
+)
 def test_every_argparse_command_uses_the_one_style(module):
     import importlib
 

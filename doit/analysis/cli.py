@@ -16,7 +16,6 @@ Outputs and definitions: doit/analysis/README.md (``ladder``: doit/analysis/ladd
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from doit.grid.results import ResultsError
 STEPS = ("run", "select", "fit", "features", "predict", "plot", "report")
 
 
-def parser() -> ArgumentParser:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="doit analysis", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="step", required=True)
     for step in STEPS:
@@ -42,7 +41,6 @@ def parser() -> ArgumentParser:
         s.add_argument("--features", help="a CSV of extra per-ability feature columns")
         s.add_argument("--base", help="untuned base model for Complexity (the smallest base)")
         s.add_argument("--data", help="DoIT data folder for Complexity (and ground_truth.json)")
-        s.add_argument("--adapter", default=None, help=argparse.SUPPRESS)
         s.add_argument("--chat-format", default="doit", help="chat format for an untuned base")
         s.add_argument("--split", default="test", choices=("test", "valid"),
                        help="the split fitted (valid only under --rule last)")  # fmt: skip
@@ -52,15 +50,12 @@ def parser() -> ArgumentParser:
     s.add_argument("sources", nargs="+",
                    help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs")  # fmt: skip
     s.add_argument("--out", required=True, type=Path, help="output folder")
-    s.add_argument("--base-arch", "--base_arch", default="vanilla",
+    s.add_argument("--base-arch", default="vanilla",
                    help="the architecture the others are paired with")  # fmt: skip
     s.add_argument("--replicates", type=int, default=2000, help="seed bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
     curriculum_parser(sub)
     return p
-
-
-build_parser = parser
 
 
 def curriculum_parser(sub) -> None:
@@ -102,7 +97,7 @@ def curriculum_parser(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     steps = {"ladder": ladder, "curriculum": curriculum}
     try:
         return steps.get(args.step, run)(args)
@@ -118,7 +113,8 @@ def run(args) -> int:
     a = Analysis(str(args.source), args.rule, args.replicates, args.delta, args.seed,
                  features_csv=args.features, ground_truth=load_truth(args.data),
                  split=args.split)  # fmt: skip
-    a.table  # noqa: B018 -- validate before anything is written
+    if a.table.empty:  # validated first: nothing is written for a table that is refused
+        return write_empty(a, args.out, args.step)
     planned = curriculum_for(args) if args.budget and args.step in ("run", "report") else None
     if args.base:
         a.complexity = measure_complexity(args.base, args.data, args.chat_format)
@@ -215,6 +211,33 @@ def curriculum_for(args):
     options = Options(budget=args.budget, policies=policies, data=args.data,
                       replicates=args.replicates, seed=args.seed, delta=args.delta)  # fmt: skip
     return cur.make(args.source, options)
+
+
+EMPTY_NOTE = "The results table has no rows: nothing to select, fit or predict."
+
+
+def write_empty(a, out: Path, step: str) -> int:
+    """The outputs of a table without rows: each CSV with its columns and no rows, a report
+    that says so (as a study too small for a piece gets that piece empty, with a note)."""
+    import pandas as pd
+
+    from doit.analysis import fits, report, sensitivity
+
+    columns = {"selected.csv": list(a.table.columns), "fits.csv": fits.COLUMNS,
+               "sensitivity.csv": sensitivity.COLUMNS}  # fmt: skip
+    wanted = {"run": list(columns), "select": ["selected.csv"],
+              "fit": ["fits.csv", "sensitivity.csv"]}.get(step, [])  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in wanted:
+        pd.DataFrame(columns=columns[name]).to_csv(out / name, index=False)
+        written.append(out / name)
+    if step in ("run", "report"):
+        written += report.write_blocks([("h1", "Scaling analysis"), ("p", EMPTY_NOTE)], out)
+    for path in written:
+        print(path)
+    print(f"note: {EMPTY_NOTE}")
+    return 0
 
 
 def ladder(args) -> int:

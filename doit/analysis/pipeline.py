@@ -16,6 +16,7 @@ from doit.analysis.fits import fit_grid, fits_table
 from doit.analysis.predict import predictions, summary
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import DELTA, sensitivities
+from doit.data import abilities as ab
 from doit.grid.results import read_results
 from doit.io import read_json
 
@@ -35,7 +36,14 @@ class Analysis:
 
     @cached_property
     def table(self) -> pd.DataFrame:
-        return read_results(self.source)
+        table = read_results(self.source)
+        check_scale(table, self.source)
+        unknown = unknown_abilities(table)
+        if unknown:
+            self.notes.append(f"Abilities not in the ability registry, left out: "
+                              f"{', '.join(unknown)} (doit.data.abilities lists the known keys).")  # fmt: skip
+            table = table[~table["ability"].isin(unknown)].reset_index(drop=True)
+        return table
 
     @cached_property
     def items(self) -> pd.DataFrame | None:
@@ -111,6 +119,25 @@ class Analysis:
             return None
         measured = self.features.merge(self._sens[0], on="ability", how="left")
         return feat.planted_correlations(measured, self.ground_truth)
+
+
+SCORED_SPLITS = ("valid", "test")  # the splits whose abilities are the registry's
+
+
+def unknown_abilities(table: pd.DataFrame) -> list[str]:
+    """Abilities of the valid/test rows that the registry does not know (benchmark splits
+    carry their benchmark's name and are left alone)."""
+    rows = table[table["split"].isin(SCORED_SPLITS)]
+    known = {a.key for a in ab.ALL}
+    return sorted(set(rows["ability"].dropna().astype(str)) - known)
+
+
+def check_scale(table: pd.DataFrame, source: str) -> None:
+    """Refuse scores on a 0-1 scale: every score <= 1 while chance is in points."""
+    scores, chance = table["score"].dropna(), table["chance"].dropna()
+    if len(scores) and scores.max() <= 1 and len(chance) and chance.max() > 1:
+        raise ValueError(f"{source}: score: every score is <= 1 while chance is in points (up "
+                         f"to {chance.max():g}): the table is on a 0-1 scale; scores are 0-100")  # fmt: skip
 
 
 def load_truth(data_dir) -> dict | None:

@@ -16,7 +16,6 @@ import pandas as pd
 from doit.analysis.bootstrap import Counts
 from doit.analysis.fits import fit_series, uniform
 
-HOLDOUTS = ("largest_base", "largest_n")
 LADDER_WITHIN, LADDER_HARD_MAE = 2.0, 6.9  # Bhagia et al. (2024)
 COLUMNS = ["holdout", "ability", "base", "params", "n", "observed", "predicted", "lo", "hi",
            "abs_error", "covered", "form", "fit_points"]  # fmt: skip

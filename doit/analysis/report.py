@@ -146,7 +146,11 @@ def _paper_blocks(a):
 
 def write(a, out: Path, figures: dict[str, Path], extra=()) -> tuple[Path, Path]:
     """report.md and report.html; ``extra``: more blocks at the end (a curriculum section)."""
-    bl = blocks(a, figures) + list(extra)
+    return write_blocks(blocks(a, figures) + list(extra), out)
+
+
+def write_blocks(bl, out: Path) -> tuple[Path, Path]:
+    """report.md and the self-contained report.html of ``bl`` ((kind, content) blocks)."""
     md = out / "report.md"
     md.write_text(to_markdown(bl, out), encoding="utf-8")
     page = out / "report.html"

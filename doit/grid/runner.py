@@ -102,8 +102,12 @@ def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | No
 
 
 def todo(study, pattern: str | None = None, retry_failed: bool = False) -> list[list[Cell]]:
-    """Waves of cells to run: pretraining first, then the rest (done and running cells left out)."""
-    cells = [c for c in read_plan(study).cells if not pattern or fnmatch.fnmatch(c.id, pattern)]
+    """Waves of cells to run: pretraining first, then the rest (done and running cells left out).
+    ``pattern`` selects cells by id; the pretraining cells the selected ones need come along."""
+    every = read_plan(study).cells
+    chosen = {c.id for c in every if not pattern or fnmatch.fnmatch(c.id, pattern)}
+    chosen |= {c.needs for c in every if c.id in chosen and c.needs}
+    cells = [c for c in every if c.id in chosen]
     states = {c.id: state(study, c) for c in cells}
     wanted = {"pending", "failed"} if retry_failed else {"pending"}
     ready = [c for c in cells if states[c.id] in wanted]

@@ -19,7 +19,7 @@ def curves() -> dict:
     """An ordinary ability, math (chance 0, every score exactly 0), role_play (every score
     exactly 100) and a C-Eval set."""
     return {"biology": Curve(), "math": Curve(chance=0.0, a=-14), "role_play": Curve(a=14),
-            "ceval_a": Curve(b_data=0.0, b_size=0.0)}  # fmt: skip
+            "ceval_physician": Curve(b_data=0.0, b_size=0.0)}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

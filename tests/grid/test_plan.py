@@ -80,6 +80,19 @@ def test_a_missing_base_with_pretrain_becomes_a_cell_the_others_wait_for(tmp_pat
     assert all(c.needs == cells[0].id for c in cells[1:])
 
 
+def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
+    from doit.grid.plan import write_plan
+    from doit.grid.runner import todo
+
+    bases = [{"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
+              "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"}}]  # fmt: skip
+    grid = load_grid(write_grid(tmp_path / "grid.yaml", grid_dict(tmp_path, bases=bases)))
+    cells, _ = write_plan(grid, tmp_path / "study")
+    pretraining, rest = todo(tmp_path / "study", "*-n0001-*")
+    assert [c.id for c in pretraining] == [cells[0].id]
+    assert {c.id for c in rest} == {c.id for c in cells if "-n0001-" in c.id}
+
+
 @pytest.mark.parametrize(
     "keys, where",
     [
