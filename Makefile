@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: here it installs from a local CPU wheel; a newer one pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev,train,eval,slurm]"
+	$(PY) -m pip install -q -e ".[dev,train,eval,slurm,mixing]"
 	touch $@
 
 check-cxx:

@@ -142,3 +142,32 @@ def truth(curves: dict[str, Curve], bases: dict[str, int], ns) -> pd.DataFrame:
                         size_sensitivity=size / np.log2(pmax / pmin) if pmax > pmin else np.nan,
                         transference=c.transference))  # fmt: skip
     return pd.DataFrame(out)
+
+
+def law_study(
+    score,
+    cells: dict[str, dict[str, int]],
+    chance: dict[str, float],
+    n_items: int = 100,
+    params: int = BASES["s"],
+    rng: int | np.random.Generator = 0,
+) -> pd.DataFrame:
+    """A one-base table of cells (name -> ability -> items) scored by any planted law
+    ``score(counts) -> {ability: p}`` with binomial item noise, valid and test at epoch 5, no
+    per-item rows: a cell with equal counts is a uniform cell, any other a mix cell."""
+    rng = np.random.default_rng(rng)
+    rows = []
+    for name, counts in cells.items():
+        p = score(counts)
+        uniform = len(set(counts.values())) == 1 and set(counts) == set(chance)
+        n = next(iter(counts.values())) if uniform else None
+        for a, c in chance.items():
+            common = dict(cell=name, base="s", arch="llama", params=params,
+                          construction="curated" if uniform else "mix",
+                          mix=None if uniform else name, n_per_ability=n,
+                          n_total=sum(counts.values()), seed=0, epoch=5.0, step=50, ability=a,
+                          chance=100 * c, n_items=n_items, n_own=counts.get(a, 0))  # fmt: skip
+            for split in ("valid", "test"):
+                k = rng.binomial(n_items, float(np.clip(p[a], 0, 1)))
+                rows.append({**common, "split": split, "score": 100 * k / n_items})
+    return frame(rows)

@@ -89,8 +89,24 @@ def gather(source: str, options: Options) -> Evidence:
     ev = Evidence(a, options, abilities, target, params, model, pools, lower, upper, tokens,
                   best_observed(counts, target, abilities))  # fmt: skip
     _check_budget(ev)
-    ev.notes += transfer_notes(model, use, options)
+    ev.notes += transfer_notes(model, use, options) + beyond_notes(a, options)
     return ev
+
+
+def beyond_notes(a: Analysis, options: Options) -> list[str]:
+    """A warning when --params lies beyond the study's largest base, with the held-out
+    largest-base prediction error of the same fits beside it."""
+    if options.params is None:
+        return []
+    largest = float(a.counts.points["params"].astype(float).max())
+    if options.params <= largest:
+        return []
+    held = a.predictions[a.predictions["holdout"] == "largest_base"]
+    error = (f"the held-out largest-base prediction error of these fits is "
+             f"{held['abs_error'].mean():.1f} points (mean absolute, {len(held)} cells)"
+             if len(held) else "no held-out largest-base error: that needs >= 3 bases")  # fmt: skip
+    return [f"--params {options.params:g} is beyond the largest base ({largest:g}): the curves "
+            f"are extrapolated in size; {error}"]  # fmt: skip
 
 
 def _target(a: Analysis, abilities, options: Options):

@@ -83,7 +83,9 @@ def _by_cost(v: np.ndarray, cost: np.ndarray, budget: int):
     v = np.where(np.isnan(v), -np.inf, v)
     keep = cost <= budget
     v, cost, count = v[keep], cost[keep], np.nonzero(keep)[0]
-    size = int(cost.max()) + 1 if len(cost) else 1
+    if not len(cost):  # every count costs more than the budget
+        return np.array([-np.inf]), np.zeros(1, int)
+    size = int(cost.max()) + 1
     order = np.lexsort((count, -v, cost))  # by cost, then best value, then fewest items
     first = order[np.r_[True, cost[order][1:] != cost[order][:-1]]]
     by_cost = np.full(size, -np.inf)

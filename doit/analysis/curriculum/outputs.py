@@ -113,7 +113,7 @@ def figure(result: Result) -> plt.Figure:
                    fontsize=6)  # fmt: skip
     bar.set_title(f"items per ability (budget {ev.options.budget} {ev.options.unit})", fontsize=8)
     bar.legend(fontsize=6)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.12, top=0.95, wspace=0.3, hspace=0.55)
     return fig
 
 

@@ -1,0 +1,135 @@
+"""``doit analysis curriculum``: what it writes, and every refusal as one line, exit 2, nothing
+written; ``doit analysis run --budget`` carries the curriculum section."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from doit.analysis.cli import main
+from doit.analysis.curriculum.core import COLUMNS
+from doit.analysis.curriculum.regression import lightgbm_module
+from doit.analysis.synthetic import BASES, Curve, planted_study
+from doit.data import abilities as ab
+from doit.data.mixes import load_mix, resolve_counts
+from doit.grid.random_mixes import draw
+
+KEYS = ab.ABILITY_KEYS
+POOLS = ",".join(f"{k}=1000" for k in KEYS)
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    """A small planted study with leave-one-out cells, and the same without them or mixes."""
+    tmp = tmp_path_factory.mktemp("cli")
+    curves = {k: Curve(a=-2.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.0, transference=0.3)
+              for i, k in enumerate(KEYS)}  # fmt: skip
+    mixes = {f"random-s0-{i:03d}": m for i, m in enumerate(draw(dict.fromkeys(KEYS, 1000), 14,
+                                                                  640, 1.0, 0))}  # fmt: skip
+    table, _, _ = planted_study(curves, bases={"s": BASES["s"]}, ns=(4, 16, 64, 256),
+                                n_items=100, loo_ns=(64,), epochs=(5.0,), per_item=False, rng=0,
+                                mixes=mixes, tokens=dict.fromkeys(KEYS, 10.0))  # fmt: skip
+    full, plain = tmp / "full.csv", tmp / "plain.csv"
+    table.to_csv(full, index=False)
+    keep = table["excluded_ability"].isna() & (table["construction"] != "mix")
+    table[keep].to_csv(plain, index=False)
+    return full, plain
+
+
+def test_writes_mixes_table_figure_and_report(tables, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = main(["curriculum", str(tables[0]), "--budget", "640", "--policy", "all", "--out",
+               str(out), "--pools", POOLS, "--replicates", "30"])  # fmt: skip
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "marginal" in printed and "note: transfer term g_a" in printed
+    csv = pd.read_csv(out / "curriculum.csv")
+    assert list(csv.columns) == COLUMNS
+    assert set(csv["policy"]) == {"uniform", "reconstruct", "maximum", "marginal", "regression"}
+    sums = csv[csv["ability"] != "macro"].groupby("policy")["n"].sum()
+    assert (sums.drop("maximum") == 640).all()
+    macro = csv[csv["ability"] == "macro"].set_index("policy")
+    assert (macro["predicted_lo"] <= macro["predicted"]).all()
+    assert (macro["predicted"] <= macro["predicted_hi"]).all()
+    assert (csv["tokens"] == 10 * csv["n"]).all()
+    for policy in ("marginal", "regression"):
+        spec = load_mix(out / "mixes" / f"{policy}-640.yaml")
+        counts = csv[(csv["policy"] == policy) & (csv["ability"] != "macro")]
+        assert resolve_counts(spec, dict.fromkeys(KEYS, 1000)) == {
+            r.ability: r.n for r in counts.itertuples() if r.n > 0
+        }
+    for name in ("transfer.csv", "regression.csv", "figures/curriculum.png", "curriculum.md"):
+        assert (out / name).is_file(), name
+    assert "Curriculum: 640 items for s" in (out / "curriculum.md").read_text()
+
+
+def test_budget_in_tokens_spends_at_most_the_budget(tables, tmp_path):
+    out = tmp_path / "tokens"
+    assert main(["curriculum", str(tables[0]), "--budget", "6400", "--unit", "tokens",
+                 "--policy", "uniform,marginal", "--out", str(out), "--pools", POOLS,
+                 "--replicates", "20"]) == 0  # fmt: skip
+    csv = pd.read_csv(out / "curriculum.csv")
+    macro = csv[csv["ability"] == "macro"].set_index("policy")
+    assert (macro["tokens"] <= 6400).all() and (macro["tokens"] > 6400 * 0.95).all()
+
+
+REFUSALS = [
+    ("full", ["--budget", "5"], "below the floors' sum"),
+    ("full", ["--budget", "20000"], "above what the pools"),
+    ("full", ["--budget", "640", "--base", "xl"], "not in the study"),
+    ("plain", ["--budget", "640", "--transfer", "on"], "data.loo"),
+    ("plain", ["--budget", "640", "--policy", "regression"], "data.random_mixes"),
+    ("full", ["--budget", "640", "--validate"], "needs a study folder"),
+    ("full", ["--budget", "640", "--rule", "study"], "use rule 'last'"),
+    ("full", ["--budget", "640", "--floors", "ethics=2000"], "above its pool or cap"),
+    ("full", ["--budget", "640", "--policy", "greedy"], "expected one of"),
+    ("full", ["--budget", "640", "--unit", "tokens", "--policy", "regression", "--model",
+              "lightgbm"], "lightgbm" if lightgbm_module() is None else "not supported"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("which,args,says", REFUSALS, ids=[r[2] for r in REFUSALS])
+def test_refusals_are_one_line_exit_2_and_write_nothing(tables, tmp_path, capsys, which, args,
+                                                        says):  # fmt: skip
+    out = tmp_path / "never"
+    source = tables[0] if which == "full" else tables[1]
+    rc = main(["curriculum", str(source), "--out", str(out), "--pools", POOLS,
+               "--replicates", "20", *args])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and says in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_no_pools_is_a_refusal(tables, tmp_path, capsys):
+    rc = main(["curriculum", str(tables[0]), "--budget", "640", "--out", str(tmp_path / "x")])
+    assert rc == 2 and "--pools" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_analysis_run_with_a_budget_has_the_curriculum_section(tmp_path):
+    curves = {"biology": Curve(a=-2.5, b_data=0.6), "code": Curve(a=-2.0, b_data=0.3),
+              "ethics": Curve(a=-1.0, b_data=0.0, b_size=0.0)}  # fmt: skip
+    table, _, _ = planted_study(curves, bases={"s": BASES["s"]}, ns=(4, 16, 64), n_items=100,
+                                epochs=(5.0,), per_item=False, rng=0)  # fmt: skip
+    table.to_csv(tmp_path / "three.csv", index=False)
+    out, data = tmp_path / "analysis", tmp_path / "corpus"
+    _write_corpus(data)  # pools come from --data: a corpus of 100 items per ability
+    assert main(["run", str(tmp_path / "three.csv"), "--out", str(out), "--replicates", "20",
+                 "--budget", "192", "--data", str(data), "--rule", "last", "--split",
+                 "valid"]) == 0  # fmt: skip
+    text = (out / "report.md").read_text()
+    assert "## Curriculum: 192 items for s" in text and (out / "figures/curriculum.png").is_file()
+    assert "regression" not in text.split("## Curriculum")[1].split("###")[0]  # no mix cells
+
+
+def _write_corpus(root):
+    """A corpus whose `1000` pool holds 100 items of every ability (pool sizes only)."""
+    from tests.tiny import FIXTURE
+
+    (root / "curated" / "1000").mkdir(parents=True)
+    for path in sorted((FIXTURE / "curated" / "1000").glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+        lines = [json.dumps({**record, "idx": i}, ensure_ascii=False) for i in range(100)]
+        (root / "curated" / "1000" / path.name).write_text("\n".join(lines) + "\n", "utf-8")
