@@ -171,3 +171,25 @@ def law_study(
                 k = rng.binomial(n_items, float(np.clip(p[a], 0, 1)))
                 rows.append({**common, "split": split, "score": 100 * k / n_items})
     return frame(rows)
+
+
+def planted_macro(curves: dict[str, Curve], counts: dict[str, int], params: float = 1.0,
+                  params_min: float = 1.0) -> float:  # fmt: skip
+    """The planted macro score (0-100) of an allocation, transfer included (``Curve.score``)."""
+    total, k = sum(counts.values()), len(curves)
+    return 100 * float(np.mean([c.score(params, params_min, counts[a],
+                                        (total - counts[a]) / max(k - 1, 1))
+                                for a, c in curves.items()]))  # fmt: skip
+
+
+def oracle_allocation(curves: dict[str, Curve], budget: int, lower: int = 1, upper: int = 1000,
+                      params: float = 1.0, params_min: float = 1.0) -> dict[str, int]:  # fmt: skip
+    """The exact optimum of the planted macro at ``budget`` items, each ability within
+    [lower, upper] (`doit.analysis.curriculum.optimise.maximise`)."""
+    from doit.analysis.curriculum.optimise import maximise
+
+    k, n = len(curves), np.arange(lower, upper + 1)
+    values = [np.array([c.score(params, params_min, x, (budget - x) / max(k - 1, 1)) for x in n])
+              for c in curves.values()]  # fmt: skip
+    extra = maximise(values, budget - lower * k)
+    return {a: lower + x for a, x in zip(curves, extra)}

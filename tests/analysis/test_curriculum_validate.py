@@ -1,0 +1,125 @@
+"""``--validate``: the validation grid (the equal-budget policies on the target, >= 2 seeds, the
+study's recipe), the comparison with uniform on test (paired item bootstrap), and a run end to
+end on a tiny base."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from doit.analysis.cli import main
+from doit.analysis.curriculum import CurriculumError, Options, make
+from doit.analysis.curriculum import validate as val
+from doit.analysis.synthetic import Curve, planted_study
+from doit.data import abilities as ab
+from doit.grid.plan import expand, write_plan
+from doit.grid.results import frame, write_shard
+from doit.grid.spec import load_grid
+from doit.testing import tiny_grid, write_grid
+from tests.tiny import FIXTURE, REPO, make_base
+
+MICRO = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
+BUDGET = 12  # the fixture corpus holds 16 train items
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """A planned tiny study (the fixture corpus, a random base) whose results are planted: ten
+    abilities over n = 1, 2, 3 on the base `tiny`."""
+    tmp = tmp_path_factory.mktemp("validate")
+    base = make_base(tmp / "base")
+    sft = {"config": str(MICRO), "overrides": {"num_train_epochs": 1, "min_steps": 0,
+                                               "logging_steps": 1, "disable_tqdm": True}}  # fmt: skip
+    raw = tiny_grid(base, FIXTURE, MICRO, sft=sft, eval_epochs="last",
+                    data={"per_ability": [1]})  # fmt: skip
+    folder = tmp / "study"
+    write_plan(load_grid(write_grid(tmp / "grid.yaml", raw)), folder)
+    curves = {k: Curve(a=-1.5, b_data=0.8 if i % 2 else 0.1, b_size=0.0)
+              for i, k in enumerate(ab.ABILITY_KEYS)}  # fmt: skip
+    table, _, _ = planted_study(curves, bases={"tiny": 1000}, ns=(1, 2, 3), n_items=100,
+                                epochs=(5.0,), per_item=False, rng=0)  # fmt: skip
+    for cell, rows in table.groupby("cell"):
+        write_shard(folder, cell, rows.reset_index(drop=True))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def result(study):
+    return make(study, Options(budget=BUDGET, policies=("reconstruct", "maximum", "marginal"),
+                               replicates=30))  # fmt: skip
+
+
+def test_the_validation_grid_trains_the_equal_budget_policies_on_the_target(result, tmp_path):
+    mapping = val.grid(result, tmp_path, seeds=(0, 1))
+    assert [b["name"] for b in mapping["bases"]] == ["tiny"] and mapping["seed"] == [0, 1]
+    names = [p.rsplit("/", 1)[1] for p in mapping["data"]["mix"]]
+    assert names == [f"{p}-{BUDGET}.yaml" for p in ("uniform", "reconstruct", "marginal")]
+    assert mapping["sft"]["overrides"]["num_train_epochs"] == 1  # the study's recipe
+    from doit.analysis.curriculum import write
+
+    write(result, tmp_path)
+    cells = expand(load_grid(write_grid(tmp_path / "v.yaml", mapping)))
+    sft = [c for c in cells if c.kind == "sft"]
+    assert len(sft) == 3 * 2 and {c.mix for c in sft} == {n[:-5] for n in names}
+    with pytest.raises(CurriculumError, match=">= 2 training seeds"):
+        val.grid(result, tmp_path, seeds=(0,))
+
+
+def _planted_validation(folder, better: float):
+    """A finished validation study: uniform and marginal, 2 seeds, valid and test (per-item
+    rows), marginal ``better`` points ahead on biology's test items."""
+    rng = np.random.default_rng(0)
+    for policy in ("uniform", "marginal"):
+        for seed in (0, 1):
+            cell = f"tiny-mix_{policy}-{BUDGET}-s{seed}"
+            rows, items = [], []
+            for split in ("valid", "test"):
+                for k in (*ab.ABILITY_KEYS, "ceval_physician"):
+                    if split == "valid" and k.startswith("ceval"):
+                        continue
+                    p = 0.5 + (better / 100 if policy == "marginal" and k == "biology" else 0)
+                    correct = rng.random(100) < p
+                    rows.append(dict(cell=cell, base="tiny", arch="llama", params=1000,
+                                     construction="mix", mix=f"{policy}-{BUDGET}",
+                                     n_total=BUDGET, seed=seed, epoch=1.0, step=2, split=split,
+                                     ability=k, score=100 * correct.mean(), n_items=100,
+                                     chance=25.0))  # fmt: skip
+                    items += [dict(cell=cell, epoch=1.0, split=split, ability=k, type=k, idx=i,
+                                   answer_kind="mc", correct=bool(c))
+                              for i, c in enumerate(correct)]  # fmt: skip
+            write_shard(folder, cell, frame(items, per_item=True), per_item=True)
+            write_shard(folder, cell, frame(rows))
+
+
+def test_the_comparison_is_paired_on_test_and_calibrated_on_valid(result, tmp_path):
+    _planted_validation(tmp_path, better=30)
+    tables = val.compare(result, tmp_path, replicates=200)
+    diff = tables["differences"].set_index(["policy", "split", "ability"])
+    bio = diff.loc[("marginal", "test", "biology")]
+    assert 15 < bio["diff"] < 45 and bio["diff_lo"] > 0  # the planted +30, its CI above 0
+    assert bio["method"] == "paired item bootstrap"
+    assert ("marginal", "test", "ceval_physician") in diff.index  # the OOD sets too
+    macro = diff.loc[("marginal", "test", "macro")]
+    assert macro["diff"] == pytest.approx(diff.loc[("marginal", "test", list(ab.ABILITY_KEYS)),
+                                                   "diff"].mean())  # fmt: skip
+    cal = tables["calibration"]
+    assert set(cal["policy"]) == {"uniform", "marginal"} and len(cal) == 20
+    assert ((cal["measured"] - cal["predicted"]) == cal["error"]).all()
+    md = "\n".join(str(x) for kind, x in val.blocks(tables) if kind == "p")
+    assert "Calibration on valid" in md
+
+
+@pytest.mark.slow
+def test_validate_end_to_end_on_a_tiny_base(study, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["curriculum", str(study), "--budget", str(BUDGET), "--policy", "marginal",
+                 "--out", str(out), "--replicates", "20", "--validate"]) == 0  # fmt: skip
+    diff = pd.read_csv(out / "validate" / "differences.csv")
+    assert set(diff["policy"]) == {"marginal"}
+    assert {"macro", "overall", "biology"} <= set(diff["ability"])
+    assert (diff["diff_lo"] <= diff["diff"]).all() and (diff["diff"] <= diff["diff_hi"]).all()
+    cal = pd.read_csv(out / "validate" / "calibration.csv")
+    assert set(cal["policy"]) == {"uniform", "marginal"} and (cal["seeds"] == 2).all()
+    assert "Validation: the policies trained" in (out / "curriculum.md").read_text()
+    assert "macro" in capsys.readouterr().out
