@@ -6,6 +6,7 @@
     doit eval predict|score|bench ...               evaluation (= python -m doit.eval)
     doit analysis run STUDY --out DIR               scaling analysis (= python -m doit.analysis)
     doit analysis ladder RUNS --out DIR             the base ladder's loss vs size (make ladder)
+    doit analysis curriculum STUDY --budget N --out DIR   a data mix per ability from the fits
     doit grid plan|run|status|table ...             a scaling study, or the base ladder
                                                     (recipes/grids/ladder.yaml; = python -m doit.grid)
 
@@ -22,7 +23,7 @@ COMMANDS = {
     "pretrain": ("doit.train.pretrain", "train a base from scratch (a grid's pretraining cells)"),
     "sft": ("doit.train.sft", "fine-tune a base on a DoIT cell, subset or mix"),
     "eval": ("doit.eval.cli", "predict, score, and public benchmarks"),
-    "analysis": ("doit.analysis.cli", "scaling fits, features, predictions, figures, report"),
+    "analysis": ("doit.analysis.cli", "scaling fits, features, predictions, report, curriculum"),
     "grid": ("doit.grid.cli", "plan, run and watch a scaling study (recipes/grids/*.yaml)"),
 }
 
