@@ -261,3 +261,31 @@ def test_regression_needs_random_mixes_and_lightgbm_is_an_extra(tmp_path, study_
         alloc = make(tmp_path / "m.csv", options).allocations["regression"]
         assert alloc.model.kind == "lightgbm" and sum(alloc.counts.values()) == 2560
         assert set(alloc.model.cv["model"]) == {"lightgbm"}
+
+
+def test_a_target_beyond_the_largest_base_is_extrapolated_with_the_held_out_error(tmp_path):
+    curves = {"biology": Curve(a=-2.5, b_data=0.5, b_size=0.4),
+              "code": Curve(a=-2.0, b_data=0.3, b_size=0.2),
+              "ethics": Curve(a=-1.0, b_data=0.0, b_size=0.0)}  # fmt: skip
+    table, _, _ = planted_study(curves, bases=BASES, ns=(4, 16, 64), n_items=300, epochs=(5.0,),
+                                per_item=False, rng=2)  # fmt: skip
+    table.to_csv(tmp_path / "sizes.csv", index=False)
+    options = Options(budget=150, pools=dict.fromkeys(curves, 100), replicates=30,
+                      params=4 * BASES["l"])  # fmt: skip
+    result = make(tmp_path / "sizes.csv", options)
+    note = next(n for n in result.notes if "beyond the largest base" in n)
+    assert "held-out largest-base prediction error" in note
+    assert result.evidence.target == f"params={4 * BASES['l']:g}"
+    largest = make(tmp_path / "sizes.csv", dataclasses.replace(options, params=None))
+
+    def uniform_macro(r):
+        return r.table.set_index(["policy", "ability"]).loc[("uniform", "macro"), "predicted"]
+
+    assert uniform_macro(result) > uniform_macro(largest)  # a larger base: higher scores
+    flat = {k: Curve(a=-1.0, b_data=0.0, b_size=0.0, transference=0.0) for k in ("math", "ethics")}
+    table, _, _ = planted_study(flat, bases={"s": BASES["s"]}, ns=(4, 16, 64), n_items=2000,
+                                epochs=(5.0,), per_item=False, rng=0)  # fmt: skip
+    table.to_csv(tmp_path / "flat.csv", index=False)
+    alloc = make(tmp_path / "flat.csv", Options(budget=100, pools=dict.fromkeys(flat, 100),
+                                                replicates=30)).allocations["marginal"]  # fmt: skip
+    assert alloc.counts == {"math": 50, "ethics": 50} and "resistant" in alloc.notes[0]

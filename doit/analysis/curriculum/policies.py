@@ -176,6 +176,10 @@ def marginal(ev: Evidence) -> Allocation:
     resistant = [k for k in ev.abilities
                  if k in groups.index and groups.loc[k, "data_class"] == "resistant"]  # fmt: skip
     free = [k for k in ev.abilities if k not in resistant]
+    if not free:  # nothing responds to data: no allocation beats another, so spread it evenly
+        return Allocation("marginal", uniform(ev).counts, m,
+                          notes=["every ability is resistant to data: the budget is shared "
+                                 "equally"])  # fmt: skip
     fixed = {k: ev.lower[k] for k in resistant}
     high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
     if resistant:
