@@ -144,19 +144,20 @@ def test_maximum_and_marginal_handle_resistant_and_saturating_abilities(planted)
 
 
 @pytest.mark.slow
-def test_floors_caps_and_weights_bind_every_equal_budget_policy(study_csv):
+def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
     options = Options(budget=6000, policies=("reconstruct", "marginal"), pools=FULL,
-                      source="full", replicates=50, floors={"ethics": 100, "math": 700},
+                      source="full", floors={"ethics": 100, "math": 700},
                       caps={"reasoning": 400, "understanding": 500},
                       weights={"code": 3.0})  # fmt: skip
-    result = make(study_csv, options)
+    study = planted.evidence.analysis  # the same fits, other bounds
+    result = make(study, options)
     for name, alloc in result.allocations.items():
         c = alloc.counts
         assert sum(c.values()) == 6000, name
         assert c["ethics"] >= 100 and c["math"] >= 700, name
         assert c["reasoning"] <= 400 and c["understanding"] <= 500, name
         assert all(1 <= c[k] <= FULL[k] for k in c), name
-    weighted = make(study_csv, dataclasses.replace(options, weights={}, policies=("marginal",)))
+    weighted = make(study, dataclasses.replace(options, weights={}, policies=("marginal",)))
     assert (
         result.allocations["marginal"].counts["code"]
         > weighted.allocations["marginal"].counts["code"]

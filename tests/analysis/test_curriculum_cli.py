@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from doit.analysis.cli import main
+from doit.analysis.curriculum import Options, make
 from doit.analysis.curriculum.core import COLUMNS
 from doit.analysis.curriculum.regression import lightgbm_module
 from doit.analysis.synthetic import BASES, Curve, planted_study
@@ -65,13 +66,11 @@ def test_writes_mixes_table_figure_and_report(tables, tmp_path, capsys):
     assert "Curriculum: 640 items for s" in (out / "curriculum.md").read_text()
 
 
-def test_budget_in_tokens_spends_at_most_the_budget(tables, tmp_path):
-    out = tmp_path / "tokens"
-    assert main(["curriculum", str(tables[0]), "--budget", "6400", "--unit", "tokens",
-                 "--policy", "uniform,marginal", "--out", str(out), "--pools", POOLS,
-                 "--replicates", "20"]) == 0  # fmt: skip
-    csv = pd.read_csv(out / "curriculum.csv")
-    macro = csv[csv["ability"] == "macro"].set_index("policy")
+def test_budget_in_tokens_spends_at_most_the_budget(tables):
+    options = Options(budget=6400, unit="tokens", policies=("reconstruct", "marginal"),
+                      pools=dict.fromkeys(KEYS, 1000), replicates=20)  # fmt: skip
+    table = make(tables[0], options).table
+    macro = table[table["ability"] == "macro"].set_index("policy")
     assert (macro["tokens"] <= 6400).all() and (macro["tokens"] > 6400 * 0.95).all()
 
 

@@ -39,7 +39,8 @@ class Result:
 
 
 def make(source, options: Options) -> Result:
-    """Every policy of ``options.policies`` (uniform always) with predictions and CIs."""
+    """Every policy of ``options.policies`` (uniform always) with predictions and CIs; ``source``:
+    a study folder or results table, or an `Analysis` of one to reuse (`evidence.gather`)."""
     unknown = [p for p in options.policies if p not in POLICIES]
     if unknown:
         raise CurriculumError(f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)} "

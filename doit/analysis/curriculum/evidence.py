@@ -44,7 +44,7 @@ class Evidence:
     def weights(self) -> np.ndarray:
         return np.array([self.options.weights.get(a, 1.0) for a in self.abilities], float)
 
-    @property
+    @cached_property
     def groups(self) -> pd.DataFrame:
         return self.analysis.sensitivity.set_index("ability")
 
@@ -59,36 +59,44 @@ class Evidence:
 
     def cost(self, counts: dict[str, int]) -> float:
         """What ``counts`` spend in the budget's unit."""
-        if self.options.unit == "items":
-            return float(sum(counts.values()))
-        return float(sum(n * self.tokens[a] for a, n in counts.items()))
+        return cost(self.options, self.tokens, counts)
 
 
-def gather(source: str, options: Options) -> Evidence:
-    """The evidence for a curriculum from the study (folder or table) at ``source``."""
-    a = Analysis(str(source), options.rule, options.replicates, options.delta, options.seed,
-                 split=options.split)  # fmt: skip
-    counts = a.counts
-    pts = counts.points
-    abilities = tuple(k for k in ab.ABILITY_KEYS if k in set(pts["ability"]))
+def cost(options: Options, tokens: dict[str, float], counts: dict[str, int]) -> float:
+    if options.unit == "items":
+        return float(sum(counts.values()))
+    return float(sum(n * tokens[a] for a, n in counts.items()))
+
+
+def gather(source, options: Options) -> Evidence:
+    """The evidence for a curriculum from the study (folder or table) at ``source``, or from an
+    `Analysis` of it to reuse (its rule, split and replicates then hold). The cheap checks
+    (pools, bounds, budget) come before the fits."""
+    a = source if isinstance(source, Analysis) else Analysis(
+        str(source), options.rule, options.replicates, options.delta, options.seed,
+        split=options.split)  # fmt: skip
+    table = a.table
+    scored = table[(table["split"] == a.split) & table["score"].notna()]
+    abilities = tuple(k for k in ab.ABILITY_KEYS if k in set(scored["ability"]))
     if not abilities:
-        raise CurriculumError(f"{source}: no {options.split} scores of any ability to fit")
-    target, params, curves = _target(a, abilities, options)
-    use = _use_transfer(pts, options)
-    xs = np.concatenate([f.x for f in curves.values()])
-    model = ScoreModel(abilities, curves, transfer_shares(counts, abilities, use),
-                       float(xs.max()), float(xs.min()))  # fmt: skip
-    pools = _pools(source, options, abilities)
+        raise CurriculumError(f"{a.source}: no {a.split} scores of any ability to fit")
+    pools = _pools(a.source, options, abilities)
     lower = {k: options.floors.get(k, 1) for k in abilities}
     upper = {k: int(min(pools.get(k, 0), options.caps.get(k, math.inf))) for k in abilities}
     for k in abilities:
         if lower[k] > upper[k]:
             raise CurriculumError(f"{k}: its floor {lower[k]} is above its pool or cap "
                                   f"{upper[k]}; lower --floors or raise --caps")  # fmt: skip
-    tokens = tokens_per_item(a.table, abilities)
+    tokens = tokens_per_item(table, abilities)
+    _check_budget(options, tokens, lower, upper)
+    use = _use_transfer(table, options)
+    counts = a.counts
+    target, params, curves = _target(a, abilities, options)
+    xs = np.concatenate([f.x for f in curves.values()])
+    model = ScoreModel(abilities, curves, transfer_shares(counts, abilities, use),
+                       float(xs.max()), float(xs.min()))  # fmt: skip
     ev = Evidence(a, options, abilities, target, params, model, pools, lower, upper, tokens,
                   best_observed(counts, target, abilities))  # fmt: skip
-    _check_budget(ev)
     ev.notes += transfer_notes(model, use, options) + beyond_notes(a, options)
     return ev
 
@@ -156,8 +164,8 @@ def _by_params(a: Analysis, abilities, params: float, bases: pd.Series):
     return f"params={params:g}", params, curves
 
 
-def _use_transfer(pts: pd.DataFrame, options: Options) -> bool:
-    has_loo = bool(pts["excluded_ability"].notna().any())
+def _use_transfer(table: pd.DataFrame, options: Options) -> bool:
+    has_loo = bool(table["excluded_ability"].notna().any())
     if options.transfer == "on" and not has_loo:
         raise CurriculumError("--transfer on needs leave-one-ability-out cells: add data.loo "
                               "[n] to the grid (doit/grid/README.md), or --transfer auto|off")  # fmt: skip
@@ -280,14 +288,13 @@ def mix_points(a: Analysis, base: str, abilities):
                      np.stack(reps, axis=1), mixes, labels)  # fmt: skip
 
 
-def _check_budget(ev: Evidence) -> None:
-    o = ev.options
+def _check_budget(o: Options, tokens: dict, lower: dict, upper: dict) -> None:
     if o.unit == "tokens":
-        missing = [k for k, t in ev.tokens.items() if not np.isfinite(t)]
+        missing = [k for k, t in tokens.items() if not np.isfinite(t)]
         if missing:
             raise CurriculumError(f"--unit tokens needs the study's tokens per item (tokens_own, "
                                   f"n_own), missing for {', '.join(missing)}; use --unit items")  # fmt: skip
-    low, high = ev.cost(ev.lower), ev.cost(ev.upper)
+    low, high = cost(o, tokens, lower), cost(o, tokens, upper)
     if o.budget < low:
         raise CurriculumError(f"--budget {o.budget} is below the floors' sum {low:g} ({o.unit}); "
                               "raise --budget or lower --floors")  # fmt: skip
