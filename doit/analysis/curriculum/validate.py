@@ -3,7 +3,8 @@
 ``grid`` writes ``DIR/validate/grid.yaml``: the study's grid (every key it has, the
 formulation's included) with one base, the target, and one ``data.mix`` cell per equal-budget
 policy (``DIR/mixes/<policy>-<budget>.yaml``) for >= 2 training seeds; ``run`` plans it into
-``DIR/validate/study`` and runs it through `doit.grid` (a rerun resumes, keeping finished cells);
+``DIR/validate/study`` and runs its policy cells through `doit.grid` (a rerun resumes, keeping
+finished cells; the n = 0 cells every plan holds are left unrun);
 ``compare`` reads its results:
 
 - **calibration** (``calibration.csv``): per policy and ability, the predicted validation score
@@ -76,7 +77,8 @@ def run(result: Result, out: Path, seeds=(0, 1), max_parallel: int = 1,
     path = atomic_write_text(folder / "grid.yaml", "# doit analysis curriculum --validate\n"
                              + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True))  # fmt: skip
     write_plan(load_grid(path), folder / "study", replan=True)
-    run_study(folder / "study", backend, max_parallel, threads)
+    # the policies' cells only: the untuned base's n = 0 cells the plan adds compare nothing
+    run_study(folder / "study", backend, max_parallel, threads, pattern="*-mix_*")
     tables = compare(result, folder / "study")
     for name, df in tables.items():
         with atomic_path(folder / f"{name}.csv") as tmp:
