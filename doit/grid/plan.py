@@ -33,7 +33,7 @@ import yaml
 
 from doit.data import abilities as ab
 from doit.grid.spec import Base, Grid, GridError, parse_grid
-from doit.io import read_json, write_json
+from doit.io import inside, read_json, write_json
 
 PLAN = "plan.json"
 BASE_IDENTITY = "doit_base.json"  # written beside a base the runner pretrained: what built it
@@ -323,7 +323,7 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
         for cid in retired:
             retire(study, cid)
     for cell in cells:
-        folder = study / CELLS / cell.id
+        folder = inside(study / CELLS, study / CELLS / cell.id)
         folder.mkdir(parents=True, exist_ok=True)
         if cell.kind == "sft":
             cfg = {**cell.recipe, "output_dir": str((folder / "run").resolve())}
@@ -340,9 +340,9 @@ def retire(study: Path, cell_id: str) -> None:
     from doit.grid.results import ITEMS_DIR, RESULTS_DIR
 
     for table in (RESULTS_DIR, ITEMS_DIR, PRETRAINING_DIR):
-        shard = study / table / f"{cell_id}.parquet"
+        shard = inside(study / table, study / table / f"{cell_id}.parquet")
         if shard.is_file():
-            dest = study / "retired" / table / shard.name
+            dest = inside(study / "retired" / table, study / "retired" / table / shard.name)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shard.replace(dest)
 
