@@ -365,7 +365,9 @@ def test_a_plan_whose_cell_id_leaves_the_study_is_refused_before_any_write(tmp_p
 
 @pytest.mark.parametrize("site", ["cell folder", "results", "items", "pretraining", "retire",
                                   "prune"])  # fmt: skip
-def test_every_write_and_delete_site_of_the_runner_refuses_a_path_outside_its_folder(site, tmp_path):
+def test_every_write_and_delete_site_of_the_runner_refuses_a_path_outside_its_folder(
+    site, tmp_path
+):
     from dataclasses import replace
 
     from doit.grid import cell, pretraining, results
@@ -395,12 +397,16 @@ def test_every_write_and_delete_site_of_the_runner_refuses_a_path_outside_its_fo
 
 
 # --- 3. a run folder resumes only the run that wrote it ----------------------------------------
+def run_config(tmp_path, **keys) -> str:
+    return sft_config(tmp_path, save_strategy="epoch", **keys)
+
+
 def half_trained(tmp_path, **keys):
     """A run folder as a killed run leaves it: run_info.json, a resumable checkpoint-2."""
     from doit.train.sft import parse_args, write_run_info
     from doit.train.sft.data import items_sha256, train_items
 
-    args = parse_args(["--config", sft_config(tmp_path, **keys)])
+    args = parse_args(["--config", run_config(tmp_path, **keys)])
     info = {"source": str(FIXTURE), "train_items_sha256": items_sha256(train_items(args.data))}
     write_run_info(args, {"max_steps": 4}, info)
     ckpt = Path(args.training.output_dir) / "checkpoint-2"
@@ -418,7 +424,7 @@ def test_resuming_a_checkpoint_with_another_per_ability_is_refused_naming_it(tmp
     info = Path(old.training.output_dir) / "run_info.json"
     before = info.read_bytes()
     with pytest.raises(ConfigError, match=r"output_dir: .*checkpoint-2.*differs in: per_ability"):
-        run(parse_args(["--config", sft_config(tmp_path, per_ability=2)]))
+        run(parse_args(["--config", run_config(tmp_path, per_ability=2)]))
     assert info.read_bytes() == before  # refused before run_info.json is rewritten
 
 
@@ -428,7 +434,7 @@ def test_the_same_run_resumes_whatever_its_execution_keys_and_other_data_does_no
     from doit.train.sft.data import items_sha256, train_items
 
     half_trained(tmp_path, per_ability=1)
-    same = parse_args(["--config", sft_config(tmp_path, per_ability=1, logging_steps=7,
+    same = parse_args(["--config", run_config(tmp_path, per_ability=1, logging_steps=7,
                                               dataloader_num_workers=1)])  # fmt: skip
     check_resume(same)  # the identity: nothing differs
     check_resume(same, items_sha256(train_items(same.data)))

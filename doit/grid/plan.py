@@ -307,10 +307,14 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
 
     A study planned from another grid is refused (naming the differing keys) unless
     ``replan``: then cells whose id is unchanged keep their work, and the rows of cells the
-    new plan no longer holds move to ``STUDY/retired/`` (never into the new tables).
+    new plan no longer holds move to ``STUDY/retired/`` (never into the new tables). Nothing
+    is written unless every cell could run (`doit.grid.checks`).
     """
+    from doit.grid.checks import check_plan
+
     study = Path(study)
     cells = expand(grid)
+    check_plan(grid, cells)
     old = read_plan(study) if (study / PLAN).is_file() else None
     if old is not None and old.grid.raw != grid.raw and not replan:
         keys = ", ".join(grid_diff(old.grid.raw, grid.raw))

@@ -46,7 +46,7 @@ STATUS = "status.json"
 BACKENDS = ("local", "slurm", "submitit-local")
 LOCK = "lock"
 # struct flock, as F_GETLK reads and writes it: its fields' order and its l_type's place
-_FLOCK, _TYPE = (("qqihh", 3) if sys.platform == "darwin" else ("hhqqi4x", 0))
+_FLOCK, _TYPE = ("qqihh", 3) if sys.platform == "darwin" else ("hhqqi4x", 0)
 _held: set[str] = set()  # lock files this process holds (a process never conflicts with itself)
 
 
@@ -166,8 +166,9 @@ def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int
             ended |= (
                 {cid: work_cell(study, cid, threads, retry_failed=retry_failed) for cid in ids}
                 if backend == "local"
-                else run_submitit(study, ids, max_parallel, threads, backend, slurm or {},
-                                  retry_failed)  # fmt: skip
+                else run_submitit(
+                    study, ids, max_parallel, threads, backend, slurm or {}, retry_failed
+                )  # fmt: skip
             )
     write_tables(study)
     return ended
