@@ -365,9 +365,7 @@ def test_a_plan_whose_cell_id_leaves_the_study_is_refused_before_any_write(tmp_p
 
 @pytest.mark.parametrize("site", ["cell folder", "results", "items", "pretraining", "retire",
                                   "prune"])  # fmt: skip
-def test_every_write_and_delete_site_of_the_runner_refuses_a_path_outside_its_folder(
-    site, tmp_path
-):
+def test_each_runner_write_or_delete_site_refuses_a_path_outside_the_study(site, tmp_path):
     from dataclasses import replace
 
     from doit.grid import cell, pretraining, results

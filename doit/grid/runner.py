@@ -168,7 +168,7 @@ def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int
                 if backend == "local"
                 else run_submitit(
                     study, ids, max_parallel, threads, backend, slurm or {}, retry_failed
-                )  # fmt: skip
+                )
             )
     write_tables(study)
     return ended
