@@ -468,12 +468,21 @@ def test_a_cell_whose_evaluation_gives_no_rows_is_failed_not_done(tmp_path, monk
     [
         ({"overrides": {"learning_rate": "fast"}}, "sft.overrides.learning_rate", "float"),
         ({"overrides": {"learnin_rate": 0.1}}, "sft.overrides.learnin_rate", "learning_rate"),
+        ({"overrides": {"deepspeed": "nope.json"}}, "sft.overrides.deepspeed", "no such file"),
         ({"sweep": {"learning_rate": ["fast"]}}, "sweep.learning_rate", "float"),
         ({"data": {"per_ability": [1, 500]}}, "data.per_ability", "exceeds"),
         ({"data": {"loo": {"values": [500]}}}, "data.loo", "exceeds"),
         ({"data": {"synthetic": [999]}}, "data.synthetic", "exceeds"),
     ],
-    ids=["override-type", "override-typo", "sweep-type", "per_ability", "loo", "synthetic"],
+    ids=[
+        "override-type",
+        "override-typo",
+        "deepspeed",
+        "sweep-type",
+        "per_ability",
+        "loo",
+        "synthetic",
+    ],  # fmt: skip
 )
 def test_plan_checks_every_cells_recipe_and_draw(keys, key, says, tmp_path, capsys):
     from tests.grid.conftest import grid_dict

@@ -81,6 +81,8 @@ def check_recipe(grid: Grid, cell, sizes, tmp: Path) -> None:
         message = str(e).removeprefix(f"{e.key}: ")
         raise GridError(f"{grid.path}: {grid_key(grid, cell, e.key)}: cell {cell.id}: "
                         f"{message}") from None  # fmt: skip
+    except (ImportError, OSError) as e:  # a library or a file the recipe needs
+        raise GridError(f"{grid.path}: sft: cell {cell.id}: {type(e).__name__}: {e}") from None
 
 
 def grid_key(grid: Grid, cell, key: str) -> str:

@@ -66,11 +66,11 @@ def cell_lock(study, cell_id: str):
             if e.errno not in (errno.EACCES, errno.EAGAIN):
                 raise
             raise Busy(cell_id) from None
-        _held.add(str(path))
+        _held.add(os.path.realpath(path))
         try:
             yield
         finally:
-            _held.discard(str(path))
+            _held.discard(os.path.realpath(path))
             fcntl.lockf(fh, fcntl.LOCK_UN)
 
 
@@ -79,7 +79,7 @@ def is_locked(study, cell_id: str) -> bool:
     lock is released when its process closes any handle of the file, so a lock this process
     holds is answered from memory, not by opening the file."""
     path = cell_dir(study, cell_id) / LOCK
-    if str(path) in _held:
+    if os.path.realpath(path) in _held:
         return True
     try:
         fh = path.open("rb")

@@ -202,6 +202,8 @@ def _parse_recipe(argv: list[str], prepare: bool) -> RecipeArgs:
     data, run, peek, _ = _parse(first, argv, remaining=True)
     validate_data(data)
     validate_run(run)
+    if str(peek.deepspeed or "").endswith(".json") and not Path(peek.deepspeed).is_file():
+        raise ConfigError("deepspeed", f"no such file: {peek.deepspeed}")
     info = launch.describe(peek.deepspeed)
     info["overrides"] = derived_overrides(run, peek, info) + launch.cpu_overrides(info, peek)
     if prepare:
