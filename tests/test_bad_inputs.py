@@ -396,17 +396,20 @@ def test_each_runner_write_or_delete_site_refuses_a_path_outside_the_study(site,
 
 # --- 3. a run folder resumes only the run that wrote it ----------------------------------------
 def run_config(tmp_path, **keys) -> str:
-    return sft_config(tmp_path, save_strategy="epoch", **keys)
+    """min_steps 20: the schedule raises the epochs (3 of 2 steps) before run_info records them."""
+    return sft_config(tmp_path, save_strategy="epoch", min_steps=20, **keys)
 
 
 def half_trained(tmp_path, **keys):
     """A run folder as a killed run leaves it: run_info.json, a resumable checkpoint-2."""
     from doit.train.sft import parse_args, write_run_info
+    from doit.train.sft.args import resolve_schedule
     from doit.train.sft.data import items_sha256, train_items
 
     args = parse_args(["--config", run_config(tmp_path, **keys)])
-    info = {"source": str(FIXTURE), "train_items_sha256": items_sha256(train_items(args.data))}
-    write_run_info(args, {"max_steps": 4}, info)
+    items = train_items(args.data)
+    info = {"source": str(FIXTURE), "train_items_sha256": items_sha256(items)}
+    write_run_info(args, resolve_schedule(args, len(items)), info)  # as a run writes it
     ckpt = Path(args.training.output_dir) / "checkpoint-2"
     ckpt.mkdir()
     (ckpt / "trainer_state.json").write_text("{}")
@@ -429,13 +432,16 @@ def test_resuming_a_checkpoint_with_another_per_ability_is_refused_naming_it(tmp
 def test_the_same_run_resumes_whatever_its_execution_keys_and_other_data_does_not(tmp_path):
     from doit.train.errors import ConfigError
     from doit.train.sft import check_resume, parse_args
+    from doit.train.sft.args import resolve_schedule
     from doit.train.sft.data import items_sha256, train_items
 
     half_trained(tmp_path, per_ability=1)
     same = parse_args(["--config", run_config(tmp_path, per_ability=1, logging_steps=7,
                                               dataloader_num_workers=1)])  # fmt: skip
-    check_resume(same)  # the identity: nothing differs
-    check_resume(same, items_sha256(train_items(same.data)))
+    check_resume(same)  # before the draw, as `run` checks first: nothing differs
+    items = train_items(same.data)
+    assert resolve_schedule(same, len(items))["epochs_raised_for_min_steps"]
+    check_resume(same, items_sha256(items))  # once the data is drawn and the schedule resolved
     with pytest.raises(ConfigError, match="differs in: the training data"):
         check_resume(same, "0" * 64)
 

@@ -72,8 +72,8 @@ def _run(args) -> RunResult:
     started = time.perf_counter()
     tokenizer = model.load_base_tokenizer(args)
     train_data = data.build(args, tokenizer)
-    check_resume(args, train_data.info["train_items_sha256"])  # before run_info.json is rewritten
     schedule = resolve_schedule(args, len(train_data.train))
+    check_resume(args, train_data.info["train_items_sha256"])  # before run_info.json is rewritten
     log.info("schedule: %s", schedule)
     if main:
         write_run_info(args, schedule, train_data.info)
@@ -105,7 +105,9 @@ def check_resume(args, train_sha: str | None = None) -> None:
     """Refuse to resume a checkpoint another run wrote: when ``output_dir`` holds a resumable
     checkpoint, the keys that decide the result (`resume_identity`) and, given ``train_sha``,
     the training items' hash must equal what its run_info.json recorded. A ConfigError names
-    what differs; a crash-resume of the same run passes."""
+    what differs; a crash-resume of the same run passes. Without ``train_sha`` (the check
+    made before the data is drawn) the epochs are not compared: `resolve_schedule` may raise
+    them (``min_steps``) before run_info.json records them."""
     from doit.train.errors import ConfigError
     from doit.train.sft.args import resume_identity
 
@@ -118,7 +120,8 @@ def check_resume(args, train_sha: str | None = None) -> None:
                           "which run wrote it is unknown; give another output_dir")  # fmt: skip
     info = rundir.read_run_info(out)
     old, new = resume_identity(info.get("config", {})), resume_identity(args.to_dict())
-    differ = sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
+    keys = (old.keys() & new.keys()) - (set() if train_sha else {"num_train_epochs"})
+    differ = sorted(k for k in keys if old[k] != new[k])
     recorded = info.get("data", {}).get("train_items_sha256")
     if train_sha and recorded and recorded != train_sha:
         differ.append("the training data (train_items_sha256)")
