@@ -40,6 +40,7 @@ from pathlib import Path
 from doit.grid import pretraining, results
 from doit.grid.cell import cell_dir, is_done, launch_keys, run_cell, set_threads, thread_env
 from doit.grid.plan import Cell, read_plan
+from doit.grid.progress import StudyProgress
 from doit.io import read_json, write_json
 
 STATUS = "status.json"
@@ -168,7 +169,7 @@ def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int
         for wave in waves:
             ids = [c.id for c in wave]
             ended |= (
-                {cid: work_cell(study, cid, threads, retry_failed=retry_failed) for cid in ids}
+                run_here(study, ids, threads, retry_failed)
                 if backend == "local"
                 else run_submitit(
                     study, ids, max_parallel, threads, backend, slurm or {}, retry_failed
@@ -209,17 +210,19 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None,
     plan = read_plan(study)
     cells = {c.id: c for c in plan.cells}
     slots = gpu_slots(max_parallel, plan.grid.gpus)
-    free = list(range(len(slots)))
+    free, busy = list(range(len(slots))), set()
 
     def one(cid: str) -> tuple[str, str]:
+        started = time.perf_counter()
         if not wait_for_base(study, cells[cid], cells, set(ids)):
+            progress.ended(cid, "failed", time.perf_counter() - started)
             return cid, "failed"
         slot = free.pop()
         env = {**os.environ, **thread_env(threads)}
         if slots[slot] is not None:
             env["CUDA_VISIBLE_DEVICES"] = slots[slot]
-        started = time.perf_counter()
-        log = cell_dir(study, cid) / "worker.log"
+        started, log = time.perf_counter(), cell_dir(study, cid) / "worker.log"
+        busy.add(cid)
         try:
             cmd = [sys.executable, "-m", "doit.grid", "run-cell", str(study), cid]
             cmd += ["--threads", str(threads)] if threads else []
@@ -227,13 +230,30 @@ def run_workers(study, ids: list[str], max_parallel: int, threads: int | None,
             with log.open("a", encoding="utf-8") as fh:
                 subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
         finally:
+            busy.discard(cid)
             free.append(slot)
         ended = state(study, cells[cid])
-        print(f"{ended:<7} {cid}  ({time.perf_counter() - started:.0f} s; log {log})", flush=True)
+        progress.ended(cid, ended, time.perf_counter() - started)
         return cid, ended
 
-    with ThreadPoolExecutor(len(slots)) as pool:
-        return dict(pool.map(one, ids))
+    with StudyProgress(study, [cells[c] for c in ids], lambda: sorted(busy)) as progress:
+        with ThreadPoolExecutor(len(slots)) as pool:
+            return dict(pool.map(one, ids))
+
+
+def run_here(study, ids: list[str], threads: int | None, retry_failed: bool) -> dict:
+    """Each cell in this process, one after another, with the same progress display."""
+    cells = {c.id: c for c in read_plan(study).cells}
+    current: list[str] = []
+    out = {}
+    with StudyProgress(study, [cells[c] for c in ids], lambda: list(current)) as progress:
+        for cid in ids:
+            started = time.perf_counter()
+            current[:] = [cid]
+            out[cid] = work_cell(study, cid, threads, retry_failed=retry_failed)
+            current.clear()
+            progress.ended(cid, out[cid], time.perf_counter() - started)
+    return out
 
 
 def wait_for_base(study, cell: Cell, cells: dict, queued: set[str], poll_s: float = 2.0) -> bool:
