@@ -4,7 +4,8 @@ Every file doit writes goes through ``atomic_path`` (a temp file in the same fol
 over the target once complete; ``atomic_write_text``, ``write_json`` and ``write_jsonl`` are
 built on it) and every output directory through ``atomic_output_dir`` (built beside the
 target, swapped in whole), so a killed run leaves the previous output intact and never a
-half-written file. ``read_json`` and ``read_jsonl`` are the readers.
+half-written file. ``read_json`` and ``read_jsonl`` are the readers; ``inside`` checks a path
+built from names read from a file before anything is written or deleted there.
 """
 
 from __future__ import annotations
@@ -128,6 +129,16 @@ def read_json(path: str | os.PathLike) -> Any:
 
 class OutputError(ValueError):
     """An output target doit refuses to write (it would replace what it was not asked to)."""
+
+
+def inside(folder: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """``path``, once checked to lie inside ``folder`` (below it, not ``folder`` itself), or
+    OutputError. For writers and deleters whose paths hold names read from a file: ``..``
+    and absolute parts are resolved lexically (symlinks are left alone: a folder may be one)."""
+    root, target = os.path.abspath(folder), os.path.abspath(path)
+    if os.path.commonpath([root, target]) != root or target == root:
+        raise OutputError(f"{path}: outside {folder}; refused (a name in it leaves the folder)")
+    return Path(path)
 
 
 MANIFEST = "manifest.json"  # a doit output folder's record of itself: {"kind": ..., ...}

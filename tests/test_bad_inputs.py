@@ -332,3 +332,351 @@ def test_an_empty_table_writes_empty_outputs_with_a_note(tmp_path, capsys):
     assert "no rows" in capsys.readouterr().out
     for name in ("selected.csv", "fits.csv", "sensitivity.csv", "report.html"):
         assert (tmp_path / "out" / name).is_file(), name
+
+
+# --- grid helpers: a study planned over a stand-in base (plan reads only its config.json) ------
+def fake_base(tmp_path) -> Path:
+    base = tmp_path / "base"
+    base.mkdir(exist_ok=True)
+    (base / "config.json").write_text("{}")
+    return base
+
+
+def grid_file(tmp_path, **keys) -> Path:
+    from tests.grid.conftest import grid_dict, write_grid
+
+    return write_grid(tmp_path / "grid.yaml", grid_dict(fake_base(tmp_path), **keys))
+
+
+def grid(argv: list[str]) -> int:
+    from doit.grid.cli import main
+
+    return exit_code(main, argv)
+
+
+def planned_study(tmp_path, **keys) -> tuple[Path, list]:
+    from doit.grid.plan import write_plan
+    from doit.grid.spec import load_grid
+
+    cells, _ = write_plan(load_grid(grid_file(tmp_path, **keys)), tmp_path / "study")
+    return tmp_path / "study", cells
+
+
+def status_of(study: Path, cell_id: str) -> dict:
+    from doit.grid.runner import read_status
+
+    return read_status(study, cell_id)
+
+
+# --- 2. no name in a grid, and no path the runner writes, leaves the study folder ----------------
+def tiny_base_entry(tmp_path, name: str) -> dict:
+    return {"name": name, "arch": "llama", "params": 1000, "path": str(fake_base(tmp_path))}
+
+
+@pytest.mark.parametrize(
+    ("keys", "key"),
+    [
+        ({"bases": "../../../escaped_base"}, "bases[0].name"),
+        ({"bases": "/tmp/absolute_base"}, "bases[0].name"),
+        ({"bases": ".."}, "bases[0].name"),
+        ({"sweep": {"learning_rate": ["0.1/../../x"]}}, "sweep.learning_rate"),
+        ({"sweep": {"../learning_rate": [0.1]}}, "sweep.../learning_rate"),
+        ({"mix": "my mix.yaml"}, "data.mix[0]"),
+        ({"benchmarks": [{"name": "../../bench", "data_dir": "x"}]}, "benchmarks[0].name"),
+    ],
+    ids=["relative", "absolute", "dotdot", "sweep-value", "sweep-key", "mix-stem", "benchmark"],
+)
+def test_a_name_that_ends_up_in_a_path_is_checked_by_plan(keys, key, tmp_path, capsys):
+    if "bases" in keys:
+        keys = {"bases": [tiny_base_entry(tmp_path, keys["bases"])]}
+    if "mix" in keys:
+        mix = tmp_path / keys["mix"]
+        mix.write_text("counts: {biology: 1}\n")
+        keys = {"data": {"mix": [str(mix)]}}
+    path, study = grid_file(tmp_path, **keys), tmp_path / "study"
+    assert grid(["plan", str(path), "--out", str(study)]) == 2
+    assert f"{path}: {key}: " in capsys.readouterr().err
+    assert not study.exists() and not (tmp_path.parent / "escaped_base").exists()
+
+
+def test_a_plan_whose_cell_id_leaves_the_study_is_refused_before_any_write(tmp_path, capsys):
+    import json
+
+    study, cells = planned_study(tmp_path)
+    plan = json.loads((study / "plan.json").read_text())
+    plan["cells"][0]["id"] = "../../escaped"
+    (study / "plan.json").write_text(json.dumps(plan))
+    assert grid(["run", str(study)]) == 2
+    assert "escaped" in capsys.readouterr().err and not (tmp_path / "escaped").exists()
+
+
+@pytest.mark.parametrize("site", ["cell folder", "results", "items", "pretraining", "retire",
+                                  "prune"])  # fmt: skip
+def test_each_runner_write_or_delete_site_refuses_a_path_outside_the_study(site, tmp_path):
+    from dataclasses import replace
+
+    from doit.grid import cell, pretraining, results
+    from doit.grid.plan import retire
+    from doit.io import OutputError
+
+    study, cells = planned_study(tmp_path)
+    outside = tmp_path / "x"  # what a cell id "../../x" resolves to, from any folder of the study
+    (outside / "run" / "checkpoint-1").mkdir(parents=True)
+    (tmp_path / "x.parquet").write_text("not the study's")
+    (study / "results").mkdir()
+    (study / "results" / "y.parquet").write_text("a finished cell's rows")
+    act = {
+        "cell folder": lambda: cell.cell_dir(study, "../../x"),
+        "results": lambda: results.write_shard(study, "../../x", results.frame([])),
+        "items": lambda: results.write_shard(study, "../results/y", results.frame([], True),
+                                             per_item=True),  # fmt: skip
+        "pretraining": lambda: pretraining.shard_path(study, "../../x"),
+        "retire": lambda: retire(study, "../../x"),
+        "prune": lambda: cell.prune(study, replace(cells[-1], id="../../x"), "last", []),
+    }[site]  # fmt: skip
+    with pytest.raises(OutputError, match="outside"):
+        act()
+    assert (outside / "run" / "checkpoint-1").is_dir()
+    assert (tmp_path / "x.parquet").read_text() == "not the study's"
+    assert (study / "results" / "y.parquet").read_text() == "a finished cell's rows"
+
+
+# --- 3. a run folder resumes only the run that wrote it ----------------------------------------
+def run_config(tmp_path, **keys) -> str:
+    """min_steps 20: the schedule raises the epochs (3 of 2 steps) before run_info records them."""
+    return sft_config(tmp_path, save_strategy="epoch", min_steps=20, **keys)
+
+
+def half_trained(tmp_path, **keys):
+    """A run folder as a killed run leaves it: run_info.json, a resumable checkpoint-2."""
+    from doit.train.sft import parse_args, write_run_info
+    from doit.train.sft.args import resolve_schedule
+    from doit.train.sft.data import items_sha256, train_items
+
+    args = parse_args(["--config", run_config(tmp_path, **keys)])
+    items = train_items(args.data)
+    info = {"source": str(FIXTURE), "train_items_sha256": items_sha256(items)}
+    write_run_info(args, resolve_schedule(args, len(items)), info)  # as a run writes it
+    ckpt = Path(args.training.output_dir) / "checkpoint-2"
+    ckpt.mkdir()
+    (ckpt / "trainer_state.json").write_text("{}")
+    (ckpt / "optimizer.pt").write_text("")
+    return args
+
+
+def test_resuming_a_checkpoint_with_another_per_ability_is_refused_naming_it(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args, run
+
+    old = half_trained(tmp_path, per_ability=1)
+    info = Path(old.training.output_dir) / "run_info.json"
+    before = info.read_bytes()
+    with pytest.raises(ConfigError, match=r"output_dir: .*checkpoint-2.*differs in: per_ability"):
+        run(parse_args(["--config", run_config(tmp_path, per_ability=2)]))
+    assert info.read_bytes() == before  # refused before run_info.json is rewritten
+
+
+def test_the_same_run_resumes_whatever_its_execution_keys_and_other_data_does_not(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import check_resume, parse_args
+    from doit.train.sft.args import resolve_schedule
+    from doit.train.sft.data import items_sha256, train_items
+
+    half_trained(tmp_path, per_ability=1)
+    same = parse_args(["--config", run_config(tmp_path, per_ability=1, logging_steps=7,
+                                              dataloader_num_workers=1)])  # fmt: skip
+    check_resume(same)  # before the draw, as `run` checks first: nothing differs
+    items = train_items(same.data)
+    assert resolve_schedule(same, len(items))["epochs_raised_for_min_steps"]
+    check_resume(same, items_sha256(items))  # once the data is drawn and the schedule resolved
+    with pytest.raises(ConfigError, match="differs in: the training data"):
+        check_resume(same, "0" * 64)
+
+
+# --- 6 (grid). a corpus that is not there, an evaluation that gives no rows --------------------
+@pytest.mark.parametrize("corpus", ["missing", "empty"])
+def test_a_grid_whose_corpus_holds_no_items_is_refused_by_plan(corpus, tmp_path, capsys):
+    doit_dir = tmp_path / "corpus"
+    if corpus == "empty":
+        (doit_dir / "curated" / "valid").mkdir(parents=True)
+    path, study = grid_file(tmp_path, doit_dir=str(doit_dir)), tmp_path / "study"
+    assert grid(["plan", str(path), "--out", str(study)]) == 2
+    assert f"{path}: doit_dir: " in capsys.readouterr().err and not study.exists()
+
+
+def test_a_cell_whose_evaluation_gives_no_rows_is_failed_not_done(tmp_path, monkeypatch):
+    from doit.grid import cell
+    from doit.grid.runner import state, work_cell
+
+    study, cells = planned_study(tmp_path)
+    monkeypatch.setattr(cell, "evaluate_cell", lambda *a: ([], []))
+    assert work_cell(study, cells[0].id) == "failed"
+    assert "no rows" in status_of(study, cells[0].id)["error"]
+    assert state(study, cells[0]) == "failed" and not (study / "results").exists()
+
+
+# --- 10. one bad cell: refused by plan, or failed at run time while the others go on -----------
+@pytest.mark.parametrize(
+    ("keys", "key", "says"),
+    [
+        ({"overrides": {"learning_rate": "fast"}}, "sft.overrides.learning_rate", "float"),
+        ({"overrides": {"learnin_rate": 0.1}}, "sft.overrides.learnin_rate", "learning_rate"),
+        ({"overrides": {"deepspeed": "nope.json"}}, "sft.overrides.deepspeed", "no such file"),
+        ({"sweep": {"learning_rate": ["fast"]}}, "sweep.learning_rate", "float"),
+        ({"data": {"per_ability": [1, 500]}}, "data.per_ability", "exceeds"),
+        ({"data": {"loo": {"values": [500]}}}, "data.loo", "exceeds"),
+        ({"data": {"synthetic": [999]}}, "data.synthetic", "exceeds"),
+    ],
+    ids=[
+        "override-type",
+        "override-typo",
+        "deepspeed",
+        "sweep-type",
+        "per_ability",
+        "loo",
+        "synthetic",
+    ],  # fmt: skip
+)
+def test_plan_checks_every_cells_recipe_and_draw(keys, key, says, tmp_path, capsys):
+    from tests.grid.conftest import grid_dict
+
+    if "overrides" in keys:
+        sft = grid_dict(tmp_path)["sft"]
+        keys = {"sft": {**sft, "overrides": {**sft["overrides"], **keys["overrides"]}}}
+    path, study = grid_file(tmp_path, **keys), tmp_path / "study"
+    assert grid(["plan", str(path), "--out", str(study)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {key}: cell tiny-" in err and says in err and "Traceback" not in err
+    assert not study.exists()
+
+
+def test_a_non_numeric_s_per_step_is_a_located_grid_error(tmp_path, capsys):
+    base = {**tiny_base_entry(tmp_path, "tiny"), "s_per_step": "fast"}
+    path = grid_file(tmp_path, bases=[base])
+    assert grid(["plan", str(path), "--out", str(tmp_path / "study")]) == 2
+    assert f"{path}: bases[0].s_per_step: " in capsys.readouterr().err
+
+
+def test_plan_checks_recipes_without_preparing_the_process(tmp_path, monkeypatch):
+    from doit.train import launch
+
+    def prepared(*a, **k):
+        raise AssertionError("plan prepared the process for a launch")
+
+    monkeypatch.setattr(launch, "prepare", prepared)
+    monkeypatch.delenv("DOIT_PLAN_PROBE", raising=False)
+    environ = dict(os.environ)
+    from tests.grid.conftest import grid_dict
+
+    sft = grid_dict(tmp_path)["sft"]
+    sft["overrides"] = {**sft["overrides"], "env": {"DOIT_PLAN_PROBE": "1"},
+                        "deepspeed": "recipes/deepspeed/zero2.json"}  # fmt: skip
+    planned_study(tmp_path, sft=sft, launcher="deepspeed")
+    import torch.distributed
+
+    assert dict(os.environ) == environ and not torch.distributed.is_initialized()
+
+
+def test_a_cell_that_exits_is_recorded_failed_and_the_runner_goes_on(tmp_path, monkeypatch):
+    from doit.grid import runner
+
+    study, cells = planned_study(tmp_path)
+    ran = []
+
+    def run_cell(study, cell_id, launch=None):
+        ran.append(cell_id)
+        if cell_id == cells[1].id:
+            raise SystemExit(2)  # as a launcher or a recipe's parser ends a process
+
+    monkeypatch.setattr(runner, "run_cell", run_cell)
+    ended = runner.run_study(study)
+    assert ran == [c.id for c in cells]
+    assert ended == {cells[0].id: "done", cells[1].id: "failed", cells[2].id: "done"}
+    assert status_of(study, cells[1].id) == {**status_of(study, cells[1].id), "state": "failed",
+                                             "error": "SystemExit: 2"}  # fmt: skip
+
+
+# --- 11. eval_epochs left out: the typed grid's default, last, everywhere -------------------------
+def test_eval_epochs_left_out_scores_the_last_epoch(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from doit.grid.evaluate import checkpoints_to_score
+    from doit.grid.plan import read_plan
+
+    path = grid_file(tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    del raw["eval_epochs"]
+    path.write_text(yaml.safe_dump(raw))
+    assert grid(["plan", str(path), "--out", str(tmp_path / "study")]) == 0
+    assert "scored epochs: last" in capsys.readouterr().out
+    plan = read_plan(tmp_path / "study")
+    assert plan.grid.eval_epochs == "last" and "eval_epochs" not in plan.grid.raw
+    run = tmp_path / "run"
+    (run / "checkpoint-2").mkdir(parents=True)
+    (run / "DONE").write_text(json.dumps({"epoch": 2.0, "step": 4}))
+    assert checkpoints_to_score(run, plan.grid.eval_epochs) == [(2.0, 4, run)]
+
+
+# --- 12. the lock is looked at, never taken, and a failed cell stays failed ---------------------
+def test_looking_at_a_cells_lock_never_takes_it(tmp_path, monkeypatch):
+    import fcntl
+
+    from doit.grid.runner import state
+
+    study, cells = planned_study(tmp_path)
+
+    def taken(*a, **k):
+        raise AssertionError("a status check took the cell's lock (a worker starting now "
+                             "would find the cell busy and skip it)")  # fmt: skip
+
+    monkeypatch.setattr(fcntl, "flock", taken)
+    monkeypatch.setattr(fcntl, "lockf", taken)
+    assert [state(study, c) for c in cells] == ["pending"] * 3
+
+
+def test_a_lock_another_process_holds_reads_as_running(tmp_path):
+    import multiprocessing
+
+    from doit.grid.runner import cell_lock, is_locked, work_cell
+
+    study, cells = planned_study(tmp_path)
+    ctx = multiprocessing.get_context("fork")
+    held, release = ctx.Event(), ctx.Event()
+
+    def hold():
+        with cell_lock(study, cells[0].id):
+            held.set()
+            release.wait(60)
+
+    child = ctx.Process(target=hold)
+    child.start()
+    try:
+        assert held.wait(60) and is_locked(study, cells[0].id)
+        assert work_cell(study, cells[0].id) == "running"  # busy: left to its holder
+    finally:
+        release.set()
+        child.join(60)
+    assert not is_locked(study, cells[0].id)
+
+
+def test_a_cell_failed_just_before_a_second_runner_reaches_it_is_not_rerun(tmp_path, monkeypatch):
+    from doit.grid import runner
+
+    study, cells = planned_study(tmp_path)
+    second = runner.todo(study)  # a second runner's list: made while the cell was pending
+    assert cells[1].id in [c.id for wave in second for c in wave]
+
+    def fails(study, cell_id, launch=None):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(runner, "run_cell", fails)
+    assert runner.work_cell(study, cells[1].id) == "failed"  # the first runner
+    ran = []
+    monkeypatch.setattr(runner, "run_cell", lambda study, cell_id, launch=None: ran.append(cell_id))
+    assert runner.work_cell(study, cells[1].id) == "failed" and ran == []  # the second
+    assert cells[1].id not in runner.run_study(study) and ran == [cells[0].id, cells[2].id]
+    assert status_of(study, cells[1].id)["error"] == "RuntimeError: out of memory"
+    assert runner.work_cell(study, cells[1].id, retry_failed=True) == "done"
+    assert ran[-1] == cells[1].id

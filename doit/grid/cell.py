@@ -4,7 +4,9 @@
 worker `python -m doit.grid run-cell`, or in a Slurm task). It is idempotent: a finished
 step is read back (pretraining and fine-tuning DONE, scores files), an interrupted training
 run resumes from its last checkpoint, and the cell is done once its rows exist (a scored
-cell's results shard; a pretraining cell's row in the pretraining table, beside its DONE).
+cell's results shard; a pretraining cell's row in the pretraining table, beside its DONE); an
+evaluation that gives no rows fails the cell. Every path it writes or deletes is checked to lie
+in the study's folders first (`cell_dir`, the tables' `shard_path`: `doit.io.inside`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from doit import faults
 from doit.grid import evaluate, pretraining, results
 from doit.grid.plan import CELLS, Cell, read_plan
 from doit.grid.spec import Base, Grid
+from doit.io import inside
 from doit.train import rundir
 
 
@@ -30,7 +33,8 @@ class CellError(RuntimeError):
 
 
 def cell_dir(study, cell_id: str) -> Path:
-    return Path(study) / CELLS / cell_id
+    """A cell's folder: inside ``STUDY/cells``, or OutputError (nothing is written there)."""
+    return inside(Path(study) / CELLS, Path(study) / CELLS / cell_id)
 
 
 def is_done(study, cell: Cell) -> bool:
@@ -63,10 +67,12 @@ def run_cell(study, cell_id: str, launch: dict | None = None) -> None:
     folder = cell_dir(study, cell_id)
     train_s = train(cell, folder, launch) if cell.kind == "sft" else None
     rows, items = evaluate_cell(cell, grid, folder)
+    if not rows:  # never a done cell without rows: the table would lack it silently
+        raise CellError(f"its evaluation gave no rows (nothing scored in {folder / 'eval'})")
     for r in rows:
         r["train_s"] = train_s
     write_rows(study, cell_id, rows, items)
-    prune(cell, folder, grid.keep, rows)
+    prune(study, cell, grid.keep, rows)
 
 
 # --- training ------------------------------------------------------------------------------------
@@ -234,9 +240,9 @@ def write_rows(study, cell_id: str, rows: list[dict], items: list[dict]) -> None
     results.write_shard(study, cell_id, results.frame(rows))
 
 
-def prune(cell: Cell, folder: Path, keep: str, rows: list[dict]) -> None:
+def prune(study, cell: Cell, keep: str, rows: list[dict]) -> None:
     """Checkpoint retention once the cell is scored: all | scored | best | last."""
-    run = folder / "run"
+    run = cell_dir(study, cell.id) / "run"
     if cell.kind != "sft" or keep == "all" or not run.is_dir():
         return
     scored = {int(r["step"]) for r in rows}
@@ -246,7 +252,7 @@ def prune(cell: Cell, folder: Path, keep: str, rows: list[dict]) -> None:
     for ckpt in rundir.checkpoints(run):
         step = int(ckpt.name.rsplit("-", 1)[1])
         if keep == "last" or step not in scored:
-            shutil.rmtree(ckpt, ignore_errors=True)
+            shutil.rmtree(inside(run, ckpt), ignore_errors=True)
 
 
 def thread_env(threads: int | None) -> dict[str, str]:

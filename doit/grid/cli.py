@@ -18,6 +18,7 @@ from doit.grid.pretraining import PretrainingError
 from doit.grid.results import ResultsError
 from doit.grid.runner import BACKENDS
 from doit.grid.spec import GridError
+from doit.io import OutputError
 
 
 def cmd_plan(a) -> int:
@@ -85,7 +86,8 @@ def cmd_table(a) -> int:
 def cmd_run_cell(a) -> int:
     from doit.grid.runner import work_cell
 
-    return 0 if work_cell(a.study, a.cell, a.threads) in ("done", "running") else 1
+    ended = work_cell(a.study, a.cell, a.threads, retry_failed=a.retry_failed)
+    return 0 if ended in ("done", "running") else 1
 
 
 def build_parser() -> ArgumentParser:
@@ -129,6 +131,7 @@ def build_parser() -> ArgumentParser:
     s.add_argument("study", type=Path)
     s.add_argument("cell")
     s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--retry-failed", action="store_true", help="run it again if it failed")
     s.set_defaults(func=cmd_run_cell)
     return p
 
@@ -137,6 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     try:
         return a.func(a)
-    except (GridError, PlanError, ResultsError, PretrainingError, CellError) as e:
+    except (GridError, PlanError, ResultsError, PretrainingError, CellError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

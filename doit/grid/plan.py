@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +34,7 @@ import yaml
 
 from doit.data import abilities as ab
 from doit.grid.spec import Base, Grid, GridError, parse_grid
-from doit.io import read_json, write_json
+from doit.io import inside, read_json, write_json
 
 PLAN = "plan.json"
 BASE_IDENTITY = "doit_base.json"  # written beside a base the runner pretrained: what built it
@@ -330,15 +331,22 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
 
     A study planned from another grid is refused (naming the differing keys) unless
     ``replan``: then cells whose id is unchanged keep their work, and the rows of cells the
-    new plan no longer holds move to ``STUDY/retired/`` (never into the new tables).
+    new plan no longer holds move to ``STUDY/retired/`` (never into the new tables). Nothing
+    is written unless every cell could run (`doit.grid.checks`).
     """
+    from doit.grid.checks import check_plan
+
     study = Path(study)
+    with tempfile.TemporaryDirectory(prefix="doit-plan-") as tmp:  # random mixes, until checked
+        cells = expand(grid, tmp)
+        check_plan(grid, cells)
     old = read_plan(study) if (study / PLAN).is_file() else None
     if old is not None and old.grid.raw != grid.raw and not replan:
         keys = ", ".join(grid_diff(old.grid.raw, grid.raw))
         raise PlanError(f"{study} was planned from another grid (differs in: {keys}); "
                         "--replan keeps the cells whose id is unchanged")  # fmt: skip
-    cells = expand(grid, study)
+    if "random_mixes" in grid.data:  # the same ids: a mix's path is not part of its identity
+        cells = expand(grid, study)
     retired = []
     if old is not None:
         keep = {c.id for c in cells}
@@ -346,7 +354,7 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
         for cid in retired:
             retire(study, cid)
     for cell in cells:
-        folder = study / CELLS / cell.id
+        folder = inside(study / CELLS, study / CELLS / cell.id)
         folder.mkdir(parents=True, exist_ok=True)
         if cell.kind == "sft":
             cfg = {**cell.recipe, "output_dir": str((folder / "run").resolve())}
@@ -363,9 +371,9 @@ def retire(study: Path, cell_id: str) -> None:
     from doit.grid.results import ITEMS_DIR, RESULTS_DIR
 
     for table in (RESULTS_DIR, ITEMS_DIR, PRETRAINING_DIR):
-        shard = study / table / f"{cell_id}.parquet"
+        shard = inside(study / table, study / table / f"{cell_id}.parquet")
         if shard.is_file():
-            dest = study / "retired" / table / shard.name
+            dest = inside(study / "retired" / table, study / "retired" / table / shard.name)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shard.replace(dest)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from doit.io import atomic_path
+from doit.io import atomic_path, inside
 
 PRETRAINING_DIR = "pretraining"
 # column -> dtype (numpy's: every finished run records them all; unigram_loss is NaN if not)
@@ -46,7 +46,9 @@ def row(cell_id: str, base: str, end: dict) -> dict:
 
 
 def shard_path(study, cell_id: str) -> Path:
-    return Path(study) / PRETRAINING_DIR / f"{cell_id}.parquet"
+    """Where a cell's row lies: inside the table's folder, or OutputError (never written)."""
+    folder = Path(study) / PRETRAINING_DIR
+    return inside(folder, folder / f"{cell_id}.parquet")
 
 
 def write_row(study, r: dict) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from doit.io import atomic_path
+from doit.io import atomic_path, inside
 
 RESULTS_DIR, ITEMS_DIR = "results", "items"
 CONSTRUCTIONS = ("curated", "synthetic", "mix", "base")
@@ -91,7 +91,9 @@ def write_shard(study: Path, cell: str, df: pd.DataFrame, per_item: bool = False
 
 
 def shard_path(study: Path, cell: str, per_item: bool = False) -> Path:
-    return Path(study) / (ITEMS_DIR if per_item else RESULTS_DIR) / f"{cell}.parquet"
+    """Where a cell's shard lies: inside its table's folder, or OutputError (never written)."""
+    folder = Path(study) / (ITEMS_DIR if per_item else RESULTS_DIR)
+    return inside(folder, folder / f"{cell}.parquet")
 
 
 def read_results(path, per_item: bool = False) -> pd.DataFrame:

@@ -9,17 +9,26 @@ Backends:
 - ``slurm``: a submitit job array (K = array concurrency) of the same worker function;
   ``submitit-local`` runs that array through submitit's local executor (try a Slurm study here).
 
-Pretraining cells run first (their own wave), then the rest. A failing cell is recorded in
-its ``status.json`` and never stops the others; ``--retry-failed`` runs failed cells again
-(otherwise they are left as they are). A cell is locked while it runs (``flock`` on
-``cells/<id>/lock``), so two runners never work on one cell.
+Pretraining cells run first (their own wave), then the rest. A failing cell (any exception,
+``SystemExit`` included) is recorded in its ``status.json`` and never stops the others;
+``--retry-failed`` runs failed cells again, otherwise they are left as they are, also by a
+runner that listed the cell before it failed (the state is read again under the lock).
+
+A cell is locked while a worker runs it: an exclusive POSIX record lock (``fcntl.lockf``) on
+``cells/<id>/lock``, held by that worker alone, so two runners never work on one cell. Whether
+a cell is locked is asked without taking the lock (``F_GETLK``), so `status` or another
+runner's look never makes a starting worker find its cell busy. The lock goes with its
+process (a killed worker's cell is pending again), and it works across the hosts of a shared
+filesystem that supports POSIX locks (NFS does).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import fnmatch
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -31,10 +40,15 @@ from pathlib import Path
 from doit.grid import pretraining, results
 from doit.grid.cell import cell_dir, is_done, launch_keys, run_cell, set_threads, thread_env
 from doit.grid.plan import Cell, read_plan
+from doit.grid.progress import StudyProgress
 from doit.io import read_json, write_json
 
 STATUS = "status.json"
 BACKENDS = ("local", "slurm", "submitit-local")
+LOCK = "lock"
+# struct flock, as F_GETLK reads and writes it: its fields' order and its l_type's place
+_FLOCK, _TYPE = ("qqihh", 3) if sys.platform == "darwin" else ("hhqqi4x", 0)
+_held: set[str] = set()  # lock files this process holds (a process never conflicts with itself)
 
 
 class Busy(RuntimeError):
@@ -43,25 +57,40 @@ class Busy(RuntimeError):
 
 @contextmanager
 def cell_lock(study, cell_id: str):
-    folder = cell_dir(study, cell_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "lock").open("w") as fh:
+    """Hold the cell's lock for the body, or raise Busy at once."""
+    path = cell_dir(study, cell_id) / LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
             raise Busy(cell_id) from None
+        _held.add(os.path.realpath(path))
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            _held.discard(os.path.realpath(path))
+            fcntl.lockf(fh, fcntl.LOCK_UN)
 
 
 def is_locked(study, cell_id: str) -> bool:
-    try:
-        with cell_lock(study, cell_id):
-            return False
-    except Busy:
+    """Whether a worker holds the cell's lock, asked without taking it (F_GETLK). A POSIX
+    lock is released when its process closes any handle of the file, so a lock this process
+    holds is answered from memory, not by opening the file."""
+    path = cell_dir(study, cell_id) / LOCK
+    if os.path.realpath(path) in _held:
         return True
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return False
+    query = [0, 0, 0, 0, 0]  # the whole file (start 0, length 0 = to its end, from SEEK_SET 0)
+    query[_TYPE] = fcntl.F_WRLCK  # could a worker take it now?
+    with fh:
+        answer = struct.unpack(_FLOCK, fcntl.fcntl(fh, fcntl.F_GETLK, struct.pack(_FLOCK, *query)))
+    return answer[_TYPE] != fcntl.F_UNLCK
 
 
 def read_status(study, cell_id: str) -> dict:
@@ -78,24 +107,29 @@ def state(study, cell: Cell) -> str:
     return "failed" if read_status(study, cell.id).get("state") == "failed" else "pending"
 
 
-def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | None = None) -> str:
-    """Run one cell under its lock, recording how it ended; returns its final state.
-    A failure is recorded, never raised: one cell never stops the others."""
+def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | None = None,
+              retry_failed: bool = False) -> str:  # fmt: skip
+    """Run one cell under its lock, recording how it ended; returns its final state. A cell
+    found failed under the lock stays failed unless ``retry_failed`` (a runner may have listed
+    it before another failed it). A failure, ``SystemExit`` included (a recipe's parser, a
+    launcher), is recorded, never raised: one cell never stops the others."""
     set_threads(threads)
+    status = cell_dir(study, cell_id) / STATUS
     try:
         with cell_lock(study, cell_id):
-            write_json(cell_dir(study, cell_id) / STATUS,
-                       {"state": "running", "pid": os.getpid(), "host": os.uname().nodename,
-                        "started": time.strftime("%Y-%m-%dT%H:%M:%S")})  # fmt: skip
+            if not retry_failed and read_status(study, cell_id).get("state") == "failed":
+                return "failed"
+            write_json(status, {"state": "running", "pid": os.getpid(),
+                                "host": os.uname().nodename,
+                                "started": time.strftime("%Y-%m-%dT%H:%M:%S")})  # fmt: skip
             try:
                 run_cell(study, cell_id, launch)
-            except Exception as e:  # noqa: BLE001 - recorded for `status`, the run goes on
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded, the run goes on
                 error = f"{type(e).__name__}: {e}".strip().splitlines()[-1]
-                write_json(cell_dir(study, cell_id) / STATUS,
-                           {"state": "failed", "error": error,
-                            "traceback": traceback.format_exc()})  # fmt: skip
+                write_json(status, {"state": "failed", "error": error,
+                                    "traceback": traceback.format_exc()})  # fmt: skip
                 return "failed"
-            write_json(cell_dir(study, cell_id) / STATUS, {"state": "done"})
+            write_json(status, {"state": "done"})
             return "done"
     except Busy:
         return "running"
@@ -129,14 +163,17 @@ def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int
     # Local workers take one queue, pretraining first (a cell waits for its own base only);
     # in-process and submitit runs go wave by wave.
     if backend == "local" and max_parallel > 1:
-        ended = run_workers(study, [c.id for w in waves for c in w], max_parallel, threads)
+        ids = [c.id for w in waves for c in w]
+        ended = run_workers(study, ids, max_parallel, threads, retry_failed)
     else:
         for wave in waves:
             ids = [c.id for c in wave]
             ended |= (
-                {cid: work_cell(study, cid, threads) for cid in ids}
+                run_here(study, ids, threads, retry_failed)
                 if backend == "local"
-                else run_submitit(study, ids, max_parallel, threads, backend, slurm or {})
+                else run_submitit(
+                    study, ids, max_parallel, threads, backend, slurm or {}, retry_failed
+                )
             )
     write_tables(study)
     return ended
@@ -167,35 +204,56 @@ def gpu_slots(max_parallel: int, gpus_per_cell: int) -> list[str | None]:
             for s in range(min(max_parallel, slots))]  # fmt: skip
 
 
-def run_workers(study, ids: list[str], max_parallel: int, threads: int | None) -> dict:
+def run_workers(study, ids: list[str], max_parallel: int, threads: int | None,
+                retry_failed: bool = False) -> dict:  # fmt: skip
     """Each cell in a worker process; K at once; each slot keeps its own GPUs."""
     plan = read_plan(study)
     cells = {c.id: c for c in plan.cells}
     slots = gpu_slots(max_parallel, plan.grid.gpus)
-    free = list(range(len(slots)))
+    free, busy = list(range(len(slots))), set()
 
     def one(cid: str) -> tuple[str, str]:
+        started = time.perf_counter()
         if not wait_for_base(study, cells[cid], cells, set(ids)):
+            progress.ended(cid, "failed", time.perf_counter() - started)
             return cid, "failed"
         slot = free.pop()
         env = {**os.environ, **thread_env(threads)}
         if slots[slot] is not None:
             env["CUDA_VISIBLE_DEVICES"] = slots[slot]
-        started = time.perf_counter()
-        log = cell_dir(study, cid) / "worker.log"
+        started, log = time.perf_counter(), cell_dir(study, cid) / "worker.log"
+        busy.add(cid)
         try:
             cmd = [sys.executable, "-m", "doit.grid", "run-cell", str(study), cid]
             cmd += ["--threads", str(threads)] if threads else []
+            cmd += ["--retry-failed"] if retry_failed else []
             with log.open("a", encoding="utf-8") as fh:
                 subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
         finally:
+            busy.discard(cid)
             free.append(slot)
         ended = state(study, cells[cid])
-        print(f"{ended:<7} {cid}  ({time.perf_counter() - started:.0f} s; log {log})", flush=True)
+        progress.ended(cid, ended, time.perf_counter() - started)
         return cid, ended
 
-    with ThreadPoolExecutor(len(slots)) as pool:
-        return dict(pool.map(one, ids))
+    with StudyProgress(study, [cells[c] for c in ids], lambda: sorted(busy)) as progress:
+        with ThreadPoolExecutor(len(slots)) as pool:
+            return dict(pool.map(one, ids))
+
+
+def run_here(study, ids: list[str], threads: int | None, retry_failed: bool) -> dict:
+    """Each cell in this process, one after another, with the same progress display."""
+    cells = {c.id: c for c in read_plan(study).cells}
+    current: list[str] = []
+    out = {}
+    with StudyProgress(study, [cells[c] for c in ids], lambda: list(current)) as progress:
+        for cid in ids:
+            started = time.perf_counter()
+            current[:] = [cid]
+            out[cid] = work_cell(study, cid, threads, retry_failed=retry_failed)
+            current.clear()
+            progress.ended(cid, out[cid], time.perf_counter() - started)
+    return out
 
 
 def wait_for_base(study, cell: Cell, cells: dict, queued: set[str], poll_s: float = 2.0) -> bool:
@@ -218,7 +276,7 @@ def wait_for_base(study, cell: Cell, cells: dict, queued: set[str], poll_s: floa
 
 
 # --- Slurm through submitit ----------------------------------------------------------------------
-def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
+def slurm_task(study: str, cell_id: str, threads: int | None, retry_failed: bool = False) -> str:
     """One array task: single-node cells run as locally; a multi-node cell's task on every node
     launches its rank group (node rank and master from the Slurm environment); node 0 scores."""
     import submitit
@@ -226,7 +284,7 @@ def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
     plan = read_plan(study)
     cell = plan.cell(cell_id)
     if plan.grid.nodes == 1 or cell.kind == "pretrain":
-        return work_cell(study, cell_id, threads)
+        return work_cell(study, cell_id, threads, retry_failed=retry_failed)
     from doit.grid.cell import write_hostfile
 
     env = submitit.JobEnvironment()
@@ -237,11 +295,11 @@ def slurm_task(study: str, cell_id: str, threads: int | None) -> str:
 
         train(cell, cell_dir(study, cell_id), {**launch_keys(plan.grid), **launch})
         return "worker"
-    return work_cell(study, cell_id, threads, launch)
+    return work_cell(study, cell_id, threads, launch, retry_failed)
 
 
 def run_submitit(study, ids: list[str], max_parallel: int, threads: int | None, backend: str,
-                 slurm: dict) -> dict:  # fmt: skip
+                 slurm: dict, retry_failed: bool = False) -> dict:  # fmt: skip
     import submitit
 
     grid = read_plan(study).grid
@@ -253,7 +311,8 @@ def run_submitit(study, ids: list[str], max_parallel: int, threads: int | None, 
     params = {"timeout_min": 24 * 60, **grid.slurm, **slurm}
     executor.update_parameters(slurm_array_parallelism=max_parallel, nodes=grid.nodes,
                                tasks_per_node=1, **params)  # fmt: skip
-    jobs = executor.map_array(slurm_task, [str(study)] * len(ids), ids, [threads] * len(ids))
+    jobs = executor.map_array(slurm_task, [str(study)] * len(ids), ids, [threads] * len(ids),
+                              [retry_failed] * len(ids))  # fmt: skip
     out = {}
     for cid, job in zip(ids, jobs):
         try:

@@ -15,6 +15,7 @@ bases (every one needs a ``pretrain`` block) and nothing else, optionally once p
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ EVAL_EPOCHS = ("all", "last")
 CHAT_FORMATS = ("doit", "native")
 DATA_AXES = ("per_ability", "loo", "synthetic", "mix", "random_mixes")
 SEED = "{seed}"  # the placeholder a base path takes under `pretrain_seed`
+NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a name that becomes part of a path (cell ids, files)
 
 
 class GridError(ValueError):
@@ -195,6 +197,17 @@ class _Check:
             self.fail(key, f"{value!r} is not a file (paths are relative to the current directory)")
         return value
 
+    def name(self, key: str, value, what: str = "") -> None:
+        """A name that ends up in a path (a cell id, a file name): never one that leaves it."""
+        if not NAME.fullmatch(str(value)) or str(value) in (".", ".."):
+            self.fail(key, f"{value!r}{what} becomes part of a path: use letters, digits, _ . - "
+                      "only (and not . or ..)")  # fmt: skip
+
+    def number(self, key: str, value) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            self.fail(key, f"expected a number > 0, got {value!r}")
+        return value
+
     def choice(self, key: str, value, allowed) -> str:
         if value not in allowed:
             self.fail(key, f"expected one of {', '.join(allowed)}, got {value!r}")
@@ -263,6 +276,7 @@ def _base(c: _Check, i: int, raw, seeded: bool, pretraining_only: bool, bases_di
     for k in ("name", "arch", "path"):
         if not isinstance(raw.get(k), str) or not raw[k]:
             c.fail(f"{key}.{k}", "required (a non-empty string)")
+    c.name(f"{key}.name", raw["name"])
     fields = {k: raw[k] for k in BASE_KEYS - {"pretrain"} if raw.get(k) is not None}
     if raw.get("pretrain") is not None:
         p = c.mapping(f"{key}.pretrain", raw["pretrain"], {"config", "overrides"})
@@ -271,6 +285,8 @@ def _base(c: _Check, i: int, raw, seeded: bool, pretraining_only: bool, bases_di
     for k in ("params", "params_total"):
         if k in fields:
             c.integer(f"{key}.{k}", fields[k])
+    if "s_per_step" in fields:
+        c.number(f"{key}.s_per_step", fields["s_per_step"])
     if "chat_format" in fields:
         c.choice(f"{key}.chat_format", fields["chat_format"], CHAT_FORMATS)
     if "sft_config" in fields:
@@ -345,7 +361,10 @@ def _axis(c: _Check, key: str, raw, names: set[str]) -> Axis:
         c.fail(key, "expected a list (or {values: [...], bases: [...]})")
     bases = tuple(bases) if bases is not None else None
     if key == "data.mix":
-        return Axis(tuple(c.file(f"{key}[{i}]", v) for i, v in enumerate(raw)), bases)
+        for i, v in enumerate(raw):
+            c.file(f"{key}[{i}]", v)
+            c.name(f"{key}[{i}]", Path(v).stem, " (the mix file's stem, in its cells' ids)")
+        return Axis(tuple(raw), bases)
     return Axis(c.ints(key, raw, minimum=1), bases, abilities)
 
 
@@ -370,6 +389,8 @@ def _sweep(c: _Check, value) -> dict[str, tuple]:
     for k, v in sweep.items():
         if not isinstance(v, list) or not v:
             c.fail(f"sweep.{k}", "expected a non-empty list of values")
+        for x in [k, *v]:  # a swept key and its values tag the cells' ids
+            c.name(f"sweep.{k}", x, " (in the cells' ids)")
     return {k: tuple(v) for k, v in sweep.items()}
 
 
@@ -388,6 +409,7 @@ def _benchmarks(c: _Check, value) -> tuple[Benchmark, ...]:
         for k in ("name", "data_dir"):
             if not isinstance(b.get(k), str):
                 c.fail(f"benchmarks[{i}].{k}", "required (a string)")
+        c.name(f"benchmarks[{i}].name", b["name"], " (its scores' file name)")
         if "shots" in b:
             b = {**b, "shots": c.integer(f"benchmarks[{i}].shots", b["shots"], minimum=0)}
         out.append(Benchmark(**b))

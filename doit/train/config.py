@@ -6,11 +6,13 @@ end the process from inside argparse. `RecipeParser` instead turns every YAML va
 flag that says the same (``--learning_rate true``: refused as not a float), placed before the
 command line's own flags (which override it), so a key is type-checked the same way from YAML
 and from the command line; a YAML ``null`` keeps its meaning (the value None). Every parse error
-is a `ConfigError` naming the key, never a ``SystemExit``.
+is a `ConfigError` naming the key, never a ``SystemExit``; a key no dataclass has is one too,
+naming the key and the closest known ones.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -68,8 +70,21 @@ class RecipeParser(TrlParser):
             if action is not None and action.nargs in (None, "?") and end - at > 2:
                 raise ConfigError(flags[at][2:], f"expected one value, got {flags[at + 1 : end]}")
 
+    def _check_known(self, flags: list[str], defaults: dict) -> None:
+        """A key that no dataclass of this parser has (a typo would otherwise be reported as
+        a list of unused arguments, or a null one dropped silently)."""
+        given = [f[2:].split("=", 1)[0] for f in flags if f.startswith("--")]
+        keys = {a.dest for a in self._actions}
+        flags = {s[2:] for a in self._actions for s in a.option_strings if s.startswith("--")}
+        for key in [*given, *defaults]:
+            if key not in keys | flags:
+                near = difflib.get_close_matches(key, keys, n=3)
+                hint = f"; did you mean {' or '.join(near)}?" if near else ""
+                raise ConfigError(key, f"not a recipe key{hint}")
+
     def parse_args_and_config(self, args=None, return_remaining_strings=False, **kwargs):
         args = list(args or [])
+        defaults = {}
         if "--config" in args:
             at = args.index("--config")
             if at + 1 >= len(args):
@@ -78,6 +93,8 @@ class RecipeParser(TrlParser):
             self._check_lists(flags)
             args = flags + args[:at] + args[at + 2 :]
             self.set_defaults_with_config(**defaults)
+        if not return_remaining_strings:  # a parser of every dataclass: every key is known
+            self._check_known(args, defaults)
         try:
             return super().parse_args_and_config(args, return_remaining_strings, **kwargs)
         except ValueError as e:

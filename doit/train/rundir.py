@@ -23,6 +23,14 @@ carry the run's description (pretraining: arch, size, seed, parameter counts, un
 "end" also the final valid loss and ``total_wall_s``). Fine-tuning rows also carry ``session``
 (0 for the first start, +1 per resume); on resume, rows past the checkpoint's step are dropped.
 
+A killed fine-tuning run resumes from its newest complete checkpoint, and only the run that
+wrote it: before anything is written to the folder (`doit.train.sft.check_resume`), the keys of
+run_info.json's ``config`` that decide the result (`doit.train.sft.args.resume_identity`: the
+grid's `training_identity`, less what a session may change: output_dir, logging, reporting,
+dataloader workers, the launch's own keys) and its training items' hash (``data``'s
+``train_items_sha256``) must equal the new run's; otherwise the run is refused, naming the keys
+that differ (a ConfigError: exit 2), and the folder is left as it was.
+
 Older run directories are read as they are (`read_metrics`, `read_done`): fine-tuning rows
 written before the shared schema had no ``kind``, ``tokens`` or ``wall_s`` (the kind is inferred
 from their keys, ``tokens`` from ``assistant_tokens_seen``, and their per-log ``tokens`` count is
@@ -170,16 +178,24 @@ def strip_all(run_dir) -> None:
         strip_training_state(ckpt)
 
 
+def resumable(run_dir) -> Path | None:
+    """The newest checkpoint a run could resume from (complete: trainer_state.json, and still
+    holding its training state), or None."""
+    found = [c for c in checkpoints(run_dir) if (c / "trainer_state.json").is_file()]
+    found = [c for c in found if has_training_state(c)]
+    return found[-1] if found else None
+
+
 def resume_checkpoint(run_dir, is_main: bool) -> str | None:
     """The newest checkpoint to resume from, or None for a fresh start. A checkpoint folder
-    without trainer_state.json (killed mid-save) is removed first (by the main process)."""
-    found = checkpoints(run_dir)
-    complete = [c for c in found if (c / "trainer_state.json").is_file()]
+    without trainer_state.json (killed mid-save) is removed first (by the main process). That
+    the checkpoint is this run's is the recipe's check, made earlier (`doit.train.sft`)."""
     if is_main:
-        for partial in (c for c in found if c not in complete):
-            shutil.rmtree(partial, ignore_errors=True)
-    resumable = [c for c in complete if has_training_state(c)]
-    return str(resumable[-1]) if resumable else None
+        for partial in checkpoints(run_dir):
+            if not (partial / "trainer_state.json").is_file():
+                shutil.rmtree(partial, ignore_errors=True)
+    ckpt = resumable(run_dir)
+    return str(ckpt) if ckpt else None
 
 
 # --- run_info.json ---------------------------------------------------------------------------------

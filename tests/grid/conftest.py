@@ -27,7 +27,7 @@ def doit_cache(tmp_path_factory, monkeypatch):
 
 def grid_dict(base: Path, **keys) -> dict:
     """doit.testing's three-cell grid on the fixture download and the micro SFT recipe."""
-    return tiny_grid(base, FIXTURE, MICRO, **keys)
+    return tiny_grid(base, keys.pop("doit_dir", FIXTURE), MICRO, **keys)
 
 
 def grid_cli(*args: str, env: dict | None = None, check: bool = True, timeout: int = 600):

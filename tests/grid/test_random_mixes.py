@@ -77,3 +77,7 @@ def test_planning_writes_each_mixture_as_a_mix_cell(tmp_path, tiny_base):
     too_many = grid_dict(tiny_base, data={"random_mixes": {"count": 1, "total": 10_000}})
     with pytest.raises(PlanError, match="exceeds the pools"):
         write_plan(load_grid(write_grid(tmp_path / "h.yaml", too_many)), tmp_path / "other")
+    refused = {**raw, "sft": {**raw["sft"], "overrides": {"learnin_rate": 1e-3}}}
+    with pytest.raises(GridError, match="learnin_rate"):
+        write_plan(load_grid(write_grid(tmp_path / "r.yaml", refused)), tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()  # not even the mix files: checked first

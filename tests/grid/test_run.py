@@ -88,11 +88,13 @@ def test_a_crash_at_each_fault_point_then_a_rerun_loses_and_repeats_nothing(
 
 
 def test_a_failing_cell_is_reported_and_the_others_finish(tmp_path, tiny_base):
-    study = planned(tmp_path, tiny_base, "study", data={"per_ability": [1, 500]})
+    study = planned(tmp_path, tiny_base, "study", data={"per_ability": [1], "synthetic": [1]})
+    (sft,) = study.glob("cells/tiny-syn00001-s0-*/sft.yaml")  # plan refuses a draw beyond
+    sft.write_text(sft.read_text().replace("synthetic: 1", "synthetic: 999"))  # the pool: later
     run = grid_cli("run", str(study), check=False)
     assert run.returncode == 1 and "1 failed" in run.stdout
     status = grid_cli("status", str(study)).stdout
-    assert "failed   tiny-n0500-s0" in status and "exceeds" in status
+    assert "failed   tiny-syn00001-s0" in status and "exceeds" in status
     assert "2 done" in status
     assert len(read_results(study)["cell"].unique()) == 2
 

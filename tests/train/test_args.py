@@ -66,7 +66,7 @@ def test_unknown_yaml_or_flag_key_is_reported(tmp_path):
     bad.write_text(MICRO.read_text() + "\nlearning_rat: 0.1\n")
     with pytest.raises(ConfigError, match="learning_rat"):
         parse_args(["--config", str(bad), *argv()[2:]])
-    with pytest.raises(ConfigError, match="--warmup_step"):
+    with pytest.raises(ConfigError, match="warmup_step: not a recipe key; did you mean warmup_st"):
         parse_args(argv(warmup_step=3))
 
 

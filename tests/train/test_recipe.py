@@ -119,6 +119,12 @@ def test_kill_and_rerun_resumes_exactly(base, memorise_pool, tmp_path, cache_dir
     )
     assert k <= 52 and k % 4 == 0
 
+    info = (out / "run_info.json").read_bytes()  # another config over the folder: refused
+    other = [*memorise_args(base, memorise_pool, out), "--per_ability", "3"]
+    refused = run_recipe(PY, other, cache_dir, check=False)
+    assert refused.returncode == 2 and "differs in: per_ability" in refused.stderr
+    assert (out / "run_info.json").read_bytes() == info and not (out / "DONE").exists()
+
     rerun = run_recipe(PY, memorise_args(base, memorise_pool, out), cache_dir)
     assert f"resuming from {out / f'checkpoint-{k}'}" in rerun.stderr
     resumed = [r for r in train_logs(out) if r["session"] == 1]

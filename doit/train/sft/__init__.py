@@ -10,7 +10,9 @@ conversations with assistant-only labels), `model` (the base and its tokenizer, 
 `main` is the command (`recipes/sft.py` and `doit sft` call it). ``run`` may be called many
 times in one process (the study runner trains many micro cells so): each call resets
 accelerate's state, adds no log handler twice and restores ``os.environ`` on return. The run
-directory's layout is `doit.train.rundir`'s; a finished run (DONE) is read back, never redone.
+directory's layout is `doit.train.rundir`'s; a finished run (DONE) is read back, never redone;
+a killed one resumes from its last checkpoint only if that checkpoint is of the same run
+(`check_resume`, before anything is written there).
 """
 
 from __future__ import annotations
@@ -66,10 +68,12 @@ def _run(args) -> RunResult:
         if main:
             rundir.strip_all(out)  # in case the finished run was killed before it could
         return RunResult(out, rundir.read_done(out), rundir.checkpoints(out), trained=False)
+    check_resume(args)  # before anything is loaded or written: another run is never resumed
     started = time.perf_counter()
     tokenizer = model.load_base_tokenizer(args)
     train_data = data.build(args, tokenizer)
     schedule = resolve_schedule(args, len(train_data.train))
+    check_resume(args, train_data.info["train_items_sha256"])  # before run_info.json is rewritten
     log.info("schedule: %s", schedule)
     if main:
         write_run_info(args, schedule, train_data.info)
@@ -95,6 +99,36 @@ def _run(args) -> RunResult:
     final = finish(trainer, args, tokenizer, time.perf_counter() - started)
     trainer.end()
     return RunResult(out, final, rundir.checkpoints(out))
+
+
+def check_resume(args, train_sha: str | None = None) -> None:
+    """Refuse to resume a checkpoint another run wrote: when ``output_dir`` holds a resumable
+    checkpoint, the keys that decide the result (`resume_identity`) and, given ``train_sha``,
+    the training items' hash must equal what its run_info.json recorded. A ConfigError names
+    what differs; a crash-resume of the same run passes. Without ``train_sha`` (the check
+    made before the data is drawn) the epochs are not compared: `resolve_schedule` may raise
+    them (``min_steps``) before run_info.json records them."""
+    from doit.train.errors import ConfigError
+    from doit.train.sft.args import resume_identity
+
+    out = Path(args.training.output_dir)
+    ckpt = rundir.resumable(out)
+    if ckpt is None:
+        return
+    if not (out / rundir.RUN_INFO).is_file():
+        raise ConfigError("output_dir", f"{out} holds {ckpt.name} but no {rundir.RUN_INFO}, so "
+                          "which run wrote it is unknown; give another output_dir")  # fmt: skip
+    info = rundir.read_run_info(out)
+    old, new = resume_identity(info.get("config", {})), resume_identity(args.to_dict())
+    keys = (old.keys() & new.keys()) - (set() if train_sha else {"num_train_epochs"})
+    differ = sorted(k for k in keys if old[k] != new[k])
+    recorded = info.get("data", {}).get("train_items_sha256")
+    if train_sha and recorded and recorded != train_sha:
+        differ.append("the training data (train_items_sha256)")
+    if differ:
+        raise ConfigError("output_dir", f"{out} holds {ckpt.name} of another run (differs in: "
+                          f"{', '.join(differ)}); give another output_dir, or delete it to "
+                          "start over")  # fmt: skip
 
 
 def write_run_info(args, schedule: dict, data_info: dict) -> dict:
@@ -156,4 +190,4 @@ def setup_logging(is_main: bool) -> None:
     transformers.logging.set_verbosity_warning()
 
 
-__all__ = ["main", "parse_args", "run"]
+__all__ = ["check_resume", "main", "parse_args", "run"]

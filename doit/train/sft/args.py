@@ -7,12 +7,14 @@ launch environment (``deepspeed``, ``per_device_train_batch_size``, ...), valida
 prepares the process (`doit.train.launch`); the second pass builds `SFTConfig` with the derived
 values appended as overrides (gradient accumulation from ``global_batch_size``, fp32 and
 ``use_cpu`` without an accelerator). Everything wrong with a config is reported here, naming the
-key and what it allows, before any data is tokenised or any model is loaded.
+key and what it allows, before any data is tokenised or any model is loaded. `check_args` makes
+the same checks without preparing the process (the study plan checks every cell so).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -31,6 +33,13 @@ SCHEDULES = ("epochs", "steps")
 EXECUTION_KEYS = ("output_dir", "run_name", "model_name_or_path", "doit_dir", "mix", "deepspeed",
                   "report_to", "logging_steps", "disable_tqdm", "dataloader_num_workers",
                   "dataloader_pin_memory", "per_device_eval_batch_size")  # fmt: skip
+# Keys the sessions of one run may differ in, beyond EXECUTION_KEYS: the launch sets some per
+# rank or per machine (local_rank, accelerator_config), the others log, report or plumb the
+# processes. `resume_identity` leaves them out.
+SESSION_KEYS = ("local_rank", "accelerator_config", "resume_from_checkpoint", "ddp_backend",
+                "ddp_timeout", "save_on_each_node", "skip_memory_metrics", "push_to_hub",
+                "project")  # fmt: skip
+SESSION_PREFIXES = ("log_", "logging_", "hub_", "trackio_", "dataloader_")
 SAVE_STRATEGIES = ("epoch",)
 EVAL_STRATEGIES = ("epoch", "no")
 HALF_DTYPES = ("bfloat16", "float16")
@@ -130,38 +139,81 @@ class RecipeArgs:
         }
 
 
-def dataclass_types() -> tuple:
+def dataclass_types(placed: bool = True) -> tuple:
+    """The recipe's dataclasses; ``placed=False``: `SFTConfig` without its device set-up."""
     from trl import ModelConfig, ScriptArguments, SFTConfig
 
-    return (ScriptArguments, SFTConfig, ModelConfig, DoitDataArguments, DoitTrainArguments)
+    training = SFTConfig if placed else unplaced_config()
+    return (ScriptArguments, training, ModelConfig, DoitDataArguments, DoitTrainArguments)
 
 
-def make_parser():
+@functools.cache
+def unplaced_config() -> type:
+    """`SFTConfig` whose construction sets no device up: `TrainingArguments` would build
+    accelerate's state there (a process group under DeepSpeed) and reset any it finds."""
+    from trl import SFTConfig
+
+    class UnplacedSFTConfig(SFTConfig):
+        distributed_state = None  # world_size: 1
+
+        @property
+        def device(self):
+            import torch
+
+            return torch.device("cpu")
+
+    return UnplacedSFTConfig
+
+
+def make_parser(placed: bool = True):
     from doit.train.config import RecipeParser
 
-    return RecipeParser(dataclass_types(), allow_abbrev=False)
+    return RecipeParser(dataclass_types(placed), allow_abbrev=False)
 
 
 def parse_args(argv: list[str] | None = None) -> RecipeArgs:
     """Parse, validate and prepare the process; raises ConfigError (`launch.LaunchError` is one)."""
-    from doit.train.config import RecipeParser
-
     argv = list(argv if argv is not None else sys.argv[1:])
     if "-h" in argv or "--help" in argv:
         make_parser().parse_args_and_config(argv)  # prints every key's help and exits
+    return _parse_recipe(argv, prepare=True)
+
+
+def check_args(argv: list[str]) -> RecipeArgs:
+    """`parse_args`'s checks with no effect on the process: no launch preparation (environment,
+    process groups), no device set-up, no world-size check against a launcher; environment
+    variables the config sets are put back. What it returns is for reading, not for `run`."""
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    registered = hf_deepspeed._hf_deepspeed_config_weak_ref  # a DeepSpeed config registers
+    with launch.scoped_environment():  # itself process-wide (ZeRO-3 model loading reads it)
+        try:
+            return _parse_recipe(list(argv), prepare=False)
+        finally:
+            hf_deepspeed._hf_deepspeed_config_weak_ref = registered
+
+
+def _parse_recipe(argv: list[str], prepare: bool) -> RecipeArgs:
+    from doit.train.config import RecipeParser
+
     first = RecipeParser(
         (DoitDataArguments, DoitTrainArguments, launch.LaunchKeys), allow_abbrev=False
     )
     data, run, peek, _ = _parse(first, argv, remaining=True)
     validate_data(data)
     validate_run(run)
+    if str(peek.deepspeed or "").endswith(".json") and not Path(peek.deepspeed).is_file():
+        raise ConfigError("deepspeed", f"no such file: {peek.deepspeed}")
     info = launch.describe(peek.deepspeed)
     info["overrides"] = derived_overrides(run, peek, info) + launch.cpu_overrides(info, peek)
-    launch.prepare(info)
-    script, training, model, data, run = _parse(make_parser(), argv + info["overrides"])
+    if prepare:
+        launch.prepare(info)
+    parser = make_parser(placed=prepare)
+    script, training, model, data, run = _parse(parser, argv + info["overrides"])
     args = RecipeArgs(script, training, model, data, run, launch=info, argv=argv)
     validate_training(args)
-    launch.check_world_size(training, deepspeed=bool(peek.deepspeed))
+    if prepare:
+        launch.check_world_size(training, deepspeed=bool(peek.deepspeed))
     return args
 
 
@@ -387,6 +439,21 @@ def planned_schedule(cfg: dict, n_train: int, world_size: int = 1) -> dict:
             run.global_batch_size, training.per_device_train_batch_size, world_size
         )
     return resolve_schedule(SimpleNamespace(training=training, run=run), n_train)
+
+
+def resume_identity(config: dict) -> dict:
+    """What a checkpoint's run and a run resuming it must share, from `RecipeArgs.to_dict`
+    (run_info.json's ``config``): `training_identity` of its keys, flattened, less
+    SESSION_KEYS; less a mix's path (its content is in the training items' hash, which the
+    resume check compares too) and, with ``global_batch_size``, the gradient accumulation
+    (it only splits the batch among the ranks). As JSON holds it."""
+    flat = {k: v for section in config.values() for k, v in section.items()}
+    kept = {k: v for k, v in flat.items() if k != "mix" and k not in SESSION_KEYS
+            and not k.startswith(SESSION_PREFIXES)}  # fmt: skip
+    out = training_identity(kept)
+    if flat.get("global_batch_size"):
+        out.pop("gradient_accumulation_steps", None)
+    return json.loads(json.dumps(out, default=str))
 
 
 def training_identity(cfg: dict) -> dict:

@@ -65,25 +65,51 @@ def source_root(d) -> Path:
     return Path(d.subset_dir or d.doit_dir)
 
 
-def train_items(d) -> list[dict]:
-    """The training items named by a `DoitDataArguments`, drawn by doit.data."""
-    if d.subset_dir:
-        return load_items(d.subset_dir, "train")
-    from doit.data.mixes import MixError, load_mix, per_ability_spec, sample_mix, synthetic_spec
+def draw_spec(d):
+    """The `doit.data.mixes.MixSpec` a `DoitDataArguments` without ``subset_dir`` draws."""
+    from doit.data.mixes import load_mix, per_ability_spec, synthetic_spec
 
     if d.mix:
-        spec = load_mix(d.mix)
-    elif d.per_ability:
+        return load_mix(d.mix)
+    if d.per_ability:
         spec = per_ability_spec(
             d.per_ability, d.sample_seed, str(d.pool), exclude=d.exclude_abilities or ()
         )
         spec.synthetic = d.synthetic or 0
-    else:
-        spec = synthetic_spec(d.synthetic, d.sample_seed)
+        return spec
+    return synthetic_spec(d.synthetic, d.sample_seed)
+
+
+def train_items(d) -> list[dict]:
+    """The training items named by a `DoitDataArguments`, drawn by doit.data."""
+    if d.subset_dir:
+        return load_items(d.subset_dir, "train")
+    from doit.data.mixes import MixError, sample_mix
+
     try:
-        return sample_mix(spec, Path(d.doit_dir))
+        return sample_mix(draw_spec(d), Path(d.doit_dir))
     except MixError as e:  # more items than a pool holds
         raise ConfigError(e.key or "mix", str(e)) from None
+
+
+def check_draw(d, sizes) -> None:
+    """The pool checks of `train_items` without drawing (the study plan makes them for every
+    cell): ConfigError when ``d`` asks more items than its pools hold. ``sizes(pool)``: the
+    pool's {ability: items} ("1000", "full" or "synthetic")."""
+    if d.subset_dir:
+        return
+    from doit.data.mixes import MixError, resolve_counts
+
+    try:
+        spec = draw_spec(d)
+        if spec.counts or spec.fill:
+            resolve_counts(spec, sizes(spec.source))
+    except MixError as e:
+        raise ConfigError(e.key or "mix", str(e)) from None
+    have = sum(sizes(ab.SYNTHETIC).values()) if spec.synthetic else 0
+    if spec.synthetic > have:
+        key = "mix" if d.mix else "synthetic"
+        raise ConfigError(key, f"{spec.synthetic} exceeds the synthetic pool of {have} items")
 
 
 def valid_items(d) -> list[dict]:

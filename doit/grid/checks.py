@@ -1,0 +1,101 @@
+"""What `plan` checks before it writes anything, beyond the grid file's own checks (`spec`).
+
+A grid with scored cells needs a corpus that holds items to score (``doit_dir``: its valid and
+test splits). Every fine-tuning cell's resolved recipe config is parsed as the recipe parses
+it, without preparing this process (`doit.train.sft.args.check_args`: a wrong type, a key no
+dataclass has, any check the recipe makes), and its draw is checked against the pools it draws
+from (`doit.train.sft.data.check_draw`: n per ability beyond a pool). So a cell that could only
+fail at run time is refused here, by a `GridError` naming the grid file, the grid key the value
+came from and the cell.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from doit.grid.spec import Grid, GridError
+
+SCORED_SPLITS = ("valid", "test")
+DRAW_KEYS = ("per_ability", "exclude_abilities", "synthetic", "mix")  # set by the data axes
+
+
+def check_plan(grid: Grid, cells: list) -> None:
+    """Refuse a plan one of whose cells (`doit.grid.plan.Cell`) could not run: its corpus,
+    recipe or draw."""
+    if grid.pretraining_only:  # its corpus is the pretraining text, read by its own config
+        return
+    check_corpus(grid)
+    sizes = pool_sizes(grid.doit_dir)
+    with tempfile.TemporaryDirectory(prefix="doit-plan-") as tmp:
+        for cell in cells:
+            if cell.kind == "sft":
+                check_recipe(grid, cell, sizes, Path(tmp))
+
+
+def check_corpus(grid: Grid) -> None:
+    from doit.data.load import load_items
+    from doit.data.schema import DataError
+
+    for split in SCORED_SPLITS:
+        try:
+            load_items(grid.doit_dir, split)
+        except DataError as e:
+            raise GridError(f"{grid.path}: doit_dir: {grid.doit_dir}: every cell is scored on "
+                            f"its {split} split: {e.problems[0]}") from None  # fmt: skip
+
+
+def pool_sizes(doit_dir: str):
+    """``sizes(pool)``: {ability: items} of a pool of ``doit_dir`` (read once; {} if absent)."""
+    from doit.data.load import load_items
+    from doit.data.schema import DataError
+
+    read: dict[str, Counter] = {}
+
+    def sizes(pool: str) -> Counter:
+        if pool not in read:
+            try:
+                read[pool] = Counter(it["ability"] for it in load_items(doit_dir, pool))
+            except DataError:
+                read[pool] = Counter()
+        return read[pool]
+
+    return sizes
+
+
+def check_recipe(grid: Grid, cell, sizes, tmp: Path) -> None:
+    """Parse the cell's sft.yaml as the recipe would, then check its draw against the pools."""
+    from doit.train.errors import ConfigError
+    from doit.train.sft.args import check_args
+    from doit.train.sft.data import check_draw
+
+    config = tmp / f"{cell.id}.yaml"
+    config.write_text(yaml.safe_dump({**cell.recipe, "output_dir": str(tmp / "run")}),
+                      encoding="utf-8")  # fmt: skip
+    try:
+        check_draw(check_args(["--config", str(config)]).data, sizes)
+    except ConfigError as e:
+        message = str(e).removeprefix(f"{e.key}: ")
+        raise GridError(f"{grid.path}: {grid_key(grid, cell, e.key)}: cell {cell.id}: "
+                        f"{message}") from None  # fmt: skip
+    except (ImportError, OSError) as e:  # a library or a file the recipe needs
+        raise GridError(f"{grid.path}: sft: cell {cell.id}: {type(e).__name__}: {e}") from None
+
+
+def grid_key(grid: Grid, cell, key: str) -> str:
+    """The grid key a cell's recipe key ``key`` took its value from."""
+    if key in DRAW_KEYS:
+        axis = {"synthetic": "synthetic", "mix": "mix"}.get(cell.construction)
+        return f"data.{axis or ('loo' if cell.excluded_ability else 'per_ability')}"
+    if key in grid.sweep:
+        return f"sweep.{key}"
+    if key in grid.sft.overrides:
+        return f"sft.overrides.{key}"
+    base = grid.base(cell.base)
+    if base.sft_config:
+        at = grid.bases.index(base)
+        return f"bases[{at}].sft_config: {base.sft_config}: {key}"
+    return f"sft.config: {grid.sft.config}: {key}"
