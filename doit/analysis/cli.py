@@ -91,7 +91,9 @@ def curriculum_parser(sub) -> None:
     s.add_argument("--split", default="valid", choices=("valid", "test"), help="the split fitted")
     s.add_argument("--validate", action="store_true",
                    help="train the equal-budget policies on the target and compare with uniform")  # fmt: skip
-    s.add_argument("--seeds", default="0,1", help="--validate: training seeds (>= 2)")
+    s.add_argument("--seeds", default="0,1",
+                   help="--validate: training seeds (two or more also resample seeds; one: CIs "
+                        "over items only)")  # fmt: skip
     s.add_argument("--max-parallel", type=int, default=1, help="--validate: grid workers")
     s.add_argument("--threads", type=int, help="--validate: CPU threads per worker")
 

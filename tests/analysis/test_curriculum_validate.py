@@ -62,8 +62,33 @@ def test_the_validation_grid_trains_the_equal_budget_policies_on_the_target(resu
     cells = expand(load_grid(write_grid(tmp_path / "v.yaml", mapping)))
     sft = [c for c in cells if c.kind == "sft"]
     assert len(sft) == 3 * 2 and {c.mix for c in sft} == {n[:-5] for n in names}
-    with pytest.raises(CurriculumError, match=">= 2 training seeds"):
-        val.grid(result, tmp_path, seeds=(0,))
+    with pytest.raises(CurriculumError, match="training seeds"):
+        val.grid(result, tmp_path, seeds=())
+
+
+def test_uniform_reuses_the_studys_own_cells_when_its_draw_is_the_same(study, tmp_path):
+    """At 10 items uniform gives every ability n = 1: the study's planned n = 1 cell (seed 0)
+    holds that draw, so only the other policies are trained, for seed 0; seed 1 has no such
+    cell, so uniform is trained there."""
+    import shutil
+
+    from doit.grid.plan import read_plan
+    from doit.grid.results import read_results
+
+    folder = tmp_path / "study"
+    shutil.copytree(study, folder)
+    (planned,) = [c.id for c in read_plan(folder).cells if c.kind == "sft"
+                  and c.n_per_ability == 1 and c.excluded_ability is None]  # fmt: skip
+    rows = read_results(folder)
+    rows = rows[rows["cell"] == "tiny-n1-s0"].assign(cell=planned).reset_index(drop=True)
+    write_shard(folder, planned, rows)
+    got = make(folder, Options(budget=10, policies=("marginal",), replicates=30))
+    assert val.reused_uniform(got, (0,)) == {0: planned}
+    names = [m.rsplit("/", 1)[1] for m in val.grid(got, tmp_path, seeds=(0,))["data"]["mix"]]
+    assert names == ["marginal-10.yaml"]
+    assert val.reused_uniform(got, (0, 1)) is None
+    names = [m.rsplit("/", 1)[1] for m in val.grid(got, tmp_path, seeds=(0, 1))["data"]["mix"]]
+    assert names == ["uniform-10.yaml", "marginal-10.yaml"]
 
 
 def _planted_validation(folder, better: float):

@@ -2,7 +2,11 @@
 
 ``grid`` writes ``DIR/validate/grid.yaml``: the study's grid (every key it has, the
 formulation's included) with one base, the target, and one ``data.mix`` cell per equal-budget
-policy (``DIR/mixes/<policy>-<budget>.yaml``) for >= 2 training seeds; ``run`` plans it into
+policy (``DIR/mixes/<policy>-<budget>.yaml``) for the training seeds (two or more give CIs
+that resample seeds too; one gives CIs over items only, and the tables' ``seeds`` say so).
+Uniform is not trained again when the study already holds the cells its mix would redraw
+(`reused_uniform`: the target base's n-per-ability cells of that n, pool and data seed, done
+for every validation seed): their rows stand for it. ``run`` plans it into
 ``DIR/validate/study`` and runs its policy cells through `doit.grid` (a rerun resumes, keeping
 finished cells; the n = 0 cells every plan holds are left unrun);
 ``compare`` reads its results:
@@ -51,18 +55,40 @@ def grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
     if not (source / PLAN).is_file():
         raise CurriculumError(f"--validate needs a study folder (with {PLAN}) to take the base "
                               f"and recipe from; {source} is not one")  # fmt: skip
-    if len(set(seeds)) < 2:
-        raise CurriculumError("--validate needs >= 2 training seeds (--seeds 0,1)")
+    if not seeds:
+        raise CurriculumError("--validate needs training seeds (--seeds 0,1)")
     raw = read_plan(source).grid.raw
     base = [b for b in raw["bases"] if b.get("name") == ev.target]
     if not base:
         raise CurriculumError(f"--validate trains the target base, and {ev.target} is not one of "
                               "the study's bases: give --base")  # fmt: skip
+    reused = "uniform" if reused_uniform(result, seeds) else None
     mixes = [str((Path(out) / "mixes" / f"{mix_name(p, result.options.budget)}.yaml").resolve())
-             for p in result.allocations if p in EQUAL_BUDGET]  # fmt: skip
+             for p in result.allocations if p in EQUAL_BUDGET and p != reused]  # fmt: skip
     kept = {k: v for k, v in raw.items() if k not in DROP}
     return {"name": f"{raw['name']}-curriculum-{result.options.budget}", **kept, "bases": base,
             "data": {"mix": mixes}, "seed": sorted(set(seeds)), "sample_seed": [0]}  # fmt: skip
+
+
+def reused_uniform(result: Result, seeds) -> dict[int, str] | None:
+    """{seed: cell id} of the study's cells that uniform's mix would draw again: uniform gives
+    every ability the same n, and the study has the target base's n-per-ability cell of that n
+    (no ability left out, the mix's pool, data seed 0) finished for every seed; else None."""
+    from doit.grid.plan import PLAN, read_plan
+
+    counts = set(result.allocations["uniform"].counts.values())
+    source = Path(result.evidence.analysis.source)
+    if len(counts) != 1 or not (source / PLAN).is_file():
+        return None
+    (n,) = counts
+    table = result.evidence.analysis.table
+    done = set(table["cell"])
+    found = {c.seed: c.id for c in read_plan(source).cells
+             if c.kind == "sft" and c.base == result.evidence.target and c.n_per_ability == n
+             and c.construction == "curated" and c.excluded_ability is None
+             and c.sample_seed == 0 and (c.recipe or {}).get("pool", "1000") ==
+             result.options.source and c.id in done}  # fmt: skip
+    return found if all(s in found for s in seeds) else None
 
 
 def run(result: Result, out: Path, seeds=(0, 1), max_parallel: int = 1,
@@ -79,7 +105,7 @@ def run(result: Result, out: Path, seeds=(0, 1), max_parallel: int = 1,
     write_plan(load_grid(path), folder / "study", replan=True)
     # the policies' cells only: the untuned base's n = 0 cells the plan adds compare nothing
     run_study(folder / "study", backend, max_parallel, threads, pattern="*-mix_*")
-    tables = compare(result, folder / "study")
+    tables = compare(result, folder / "study", reused=reused_uniform(result, seeds))
     for name, df in tables.items():
         with atomic_path(folder / f"{name}.csv") as tmp:
             df.to_csv(tmp, index=False)
@@ -90,14 +116,24 @@ def policy_of(mix: str) -> str:
     return str(mix).rsplit("-", 1)[0]
 
 
-def compare(result: Result, study, replicates: int | None = None) -> dict[str, pd.DataFrame]:
-    """calibration and differences (module docstring) from the validation study's results."""
+def compare(result: Result, study, replicates: int | None = None,
+            reused: dict[int, str] | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """calibration and differences (module docstring) from the validation study's results, the
+    ``reused`` cells of the analysed study standing for uniform."""
     from doit.grid.results import read_results
 
     o = result.options
     table = read_results(study)
     items = read_results(study, per_item=True)
     table = table[table["construction"] == "mix"].assign(mix=lambda d: d["mix"].map(policy_of))
+    if reused:
+        source = result.evidence.analysis.source
+        cells = set(reused.values())
+        mine = read_results(source)
+        mine = mine[mine["cell"].isin(cells)].assign(construction="mix", mix="uniform")
+        table = pd.concat([table, mine.astype(table.dtypes.to_dict())], ignore_index=True)
+        theirs = read_results(source, per_item=True)
+        items = pd.concat([items, theirs[theirs["cell"].isin(cells)]], ignore_index=True)
     if table.empty:
         raise CurriculumError(f"{study}: no finished policy cell to compare (doit grid status)")
     reps, seed = replicates or o.replicates, o.seed
