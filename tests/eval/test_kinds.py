@@ -13,7 +13,8 @@ from doit.data.options import option_texts
 from doit.eval import kinds
 from doit.eval.predict import encode, predict_items, prompt_text
 from doit.eval.score import score_predictions
-from tests.tiny import FIXTURE, byte_bpe_tokenizer, continuation_logprob, tiny_llama
+from doit.testing import continuation_logprob, tiny_llama
+from tests.tiny import FIXTURE, byte_bpe_tokenizer
 
 
 def test_every_registered_kind_has_its_evaluation_and_no_other():
