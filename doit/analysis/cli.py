@@ -18,8 +18,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from doit.analysis.select import RULES
+from doit.analysis.formulation import MAX, RULES
+from doit.analysis.select import RULES as SELECT_RULES
 from doit.analysis.sensitivity import DELTA
+from doit.data.abilities import FORMULATIONS
 from doit.grid.results import ResultsError
 
 STEPS = ("run", "select", "fit", "features", "predict", "plot", "report")
@@ -32,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
         s = sub.add_parser(step, help=f"{step} (see doit/analysis/README.md)")
         s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
         s.add_argument("--out", required=True, type=Path, help="output folder")
-        s.add_argument("--rule", default="study", choices=RULES, help="checkpoint selection")
+        s.add_argument("--rule", default="study", choices=SELECT_RULES, help="checkpoint selection")
         s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
         s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
         s.add_argument("--seed", type=int, default=0)
@@ -41,6 +43,12 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--data", help="DoIT data folder for Complexity (and ground_truth.json)")
         s.add_argument("--adapter", default=None, help=argparse.SUPPRESS)
         s.add_argument("--chat-format", default="doit", help="chat format for an untuned base")
+        s.add_argument("--formulation", default=MAX, choices=RULES,
+                       help="which scoring of a checkpoint scored in several formulations is read: "
+                       "max (OLMES's rule, the default) or one formulation's")  # fmt: skip
+        s.add_argument("--cell-formulation", choices=FORMULATIONS,
+                       help="the cells trained in this formulation (needed when the table holds "
+                       "several: a grid's formulation axis)")  # fmt: skip
     return p
 
 
@@ -58,7 +66,8 @@ def run(args) -> int:
     from doit.analysis.pipeline import Analysis, load_truth
 
     a = Analysis(str(args.source), args.rule, args.replicates, args.delta, args.seed,
-                 features_csv=args.features, ground_truth=load_truth(args.data))  # fmt: skip
+                 features_csv=args.features, ground_truth=load_truth(args.data),
+                 formulation=args.formulation, cell_formulation=args.cell_formulation)  # fmt: skip
     a.table  # noqa: B018 -- validate before anything is written
     if args.base:
         a.complexity = measure_complexity(args.base, args.data, args.chat_format)
@@ -72,6 +81,8 @@ def run(args) -> int:
 
     if step in ("run", "select"):
         save("selected.csv", a.selected)
+        if not a.formulations.empty:
+            save("formulations.csv", a.formulations)
     if step in ("run", "fit"):
         save("fits.csv", a.fits)
         save("sensitivity.csv", a.sensitivity)

@@ -138,6 +138,8 @@ def complexity(model, tokenizer, items: list[dict], batch_size: int = 16) -> pd.
                 continue
             gold, alts = pair
             seqs = choice_sequences(tokenizer, it, limit, [gold, *alts])
+            if seqs is None:  # longer than the base's context: never cut, not ranked
+                continue
             sums = []
             for i in range(0, len(seqs), batch_size):
                 sums += span_logprobs(model, seqs[i : i + batch_size], tokenizer.pad_token_id)

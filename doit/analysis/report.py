@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.fits import CRITERION, MEANINGFUL_IC_GAP
+from doit.analysis.formulation import describe as describe_formulation
 from doit.analysis.limits import NEED_PREDICT
 from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
 from doit.analysis.sensitivity import PUBLISHED
@@ -23,6 +24,7 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
     b = [("h1", "Scaling analysis"),
+         ("p", describe_formulation(a.analysed_rows, a.formulation)),
          ("p", f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
                "macro in-domain validation score among epochs >= 5, reported on test, unless "
                f"another rule was asked for); {int(a.selected.drop_duplicates('cell')['fallback'].sum())} "
@@ -35,6 +37,11 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
     if a.limits:
         b += [("h2", "What this study could not give"),
               ("list", a.limits)]  # fmt: skip
+    if not a.formulations.empty:
+        b += [("h2", "Formulations"),
+              ("p", "Checkpoints scored in several formulations: the mean score of each and of "
+                    "the per-checkpoint maximum (OLMES's max rule), by base, n, split and ability."),
+              ("table", a.formulations.round(2))]  # fmt: skip
     b += [("h2", "Sensitivity and groups"),
           ("p", "data_sensitivity: fitted points per 4x training items (averaged over bases); "
                 "size_sensitivity: fitted points per doubling of non-embedding parameters "
