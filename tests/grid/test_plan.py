@@ -126,27 +126,61 @@ SHIPPED_GRIDS = sorted(p.relative_to(REPO).as_posix() for p in [
     *(REPO / "recipes" / "grids").glob("*.yaml"), REPO / "studies/micro_study/grid_practice.yaml"])  # fmt: skip
 
 
-@pytest.mark.parametrize("path", SHIPPED_GRIDS)
-def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
-    """The ids recorded before the grid became typed (fixtures/shipped_cell_ids.json) are the
-    ids planned today: finished cells and built bases stay valid."""
-    grid = load_grid(path)  # relative paths: the tests run from the repository root
+# The micro grids' sft overrides when their letter ids were recorded, before they moved to the
+# text formulation (#21) and its schedule: planned with them, they give those ids again.
+AS_RECORDED = {
+    "recipes/grids/demo.yaml": {"num_train_epochs": 5, "eval_strategy": "no"},
+    "recipes/grids/micro.yaml": {"num_train_epochs": 5},
+    "recipes/grids/value-residual.yaml": {"num_train_epochs": 5},
+}
+
+
+def shipped_cells(tmp_path, path, overrides=None):
+    """The cells of a shipped grid, as planned in a checkout with no base built yet (paths are
+    not in ids; a built base would have no pretraining cell)."""
+    grid = load_grid(path, overrides)  # relative paths: the tests run from the repository root
+    grid = replace(grid, bases=tuple(replace(b, path=str(tmp_path / "unbuilt" / b.name))
+                                     if b.pretrain else b for b in grid.bases))  # fmt: skip
     if Path(path).stem == "paper":  # its bases live on a cluster: plan says which path it expected
         with pytest.raises(PlanError, match="/models/chinese-llama-plus-7b holds no model"):
             expand(grid)
         stand_ins = [tmp_path / b.name for b in grid.bases]  # paths are not in ids
         for d in stand_ins:
-            d.mkdir()
+            d.mkdir(exist_ok=True)
             (d / "config.json").write_text("{}")
         grid = replace(grid, bases=tuple(replace(b, path=str(d)) for b, d in
                                          zip(grid.bases, stand_ins)))  # fmt: skip
-    cells = expand(grid)
+    return expand(grid)
+
+
+@pytest.mark.parametrize("path", SHIPPED_GRIDS)
+def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
+    """The ids recorded before the grid became typed (fixtures/shipped_cell_ids.json) are the
+    ids planned today, in the letter formulation: finished cells and built bases stay valid.
+    The micro grids moved to the text formulation: as recorded (letter, their old schedule)
+    they plan their old ids; as shipped, every fine-tuned and untuned cell has a new id
+    (``-text`` in its label), the pretraining cells keep theirs, and the new ids are recorded
+    too (``text:`` keys)."""
+    recorded = json.loads((FIXTURES / "shipped_cell_ids.json").read_text())
+    cells = shipped_cells(tmp_path, path)
     assert all(c.id.startswith(c.base) or c.kind == "pretrain" for c in cells)
-    recorded = json.loads((FIXTURES / "shipped_cell_ids.json").read_text()).get(path)
-    if recorded is None:  # shipped since: a pretraining-only grid (the ladder)
-        assert grid.pretraining_only and {c.kind for c in cells} == {"pretrain"}
-    else:
-        assert [c.id for c in cells] == recorded
+    if path not in recorded:  # shipped since: a pretraining-only grid (the ladder)
+        assert load_grid(path).pretraining_only and {c.kind for c in cells} == {"pretrain"}
+        return
+    if path not in AS_RECORDED:
+        assert load_grid(path).formulations == ("letter",)
+        assert [c.id for c in cells] == recorded[path]
+        return
+    raw = load_grid(path).raw
+    letter = shipped_cells(tmp_path, path, {"formulation": "letter", "sft": {
+        **raw["sft"], "overrides": AS_RECORDED[path]}})  # fmt: skip
+    assert [c.id for c in letter] == recorded[path]
+    assert {c.formulation for c in cells if c.kind != "pretrain"} == {"text"}
+    assert len(cells) == len(letter)
+    for new, old in zip(cells, letter):
+        assert (new.id == old.id) == (new.kind == "pretrain")
+        assert new.kind == "pretrain" or "-text-s" in new.id
+    assert [c.id for c in cells] == recorded[f"text:{path}"]
 
 
 def test_a_plan_the_old_writer_wrote_reads_back_typed_and_replans_to_the_same_ids(tmp_path):
