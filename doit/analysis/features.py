@@ -204,7 +204,8 @@ def explain(
 
 
 PLANTED = {"transference": ["shared_fraction"], "complexity": ["steps", "needs_pretrained_facts"],
-           "data_sensitivity": ["learnable", "expected_plateau", "saturates_at"]}  # fmt: skip
+           "data_sensitivity": ["learnable", "expected_plateau", "saturates_at",
+                                "planted_data_rank"]}  # fmt: skip
 
 
 def planted_correlations(measured: pd.DataFrame, truth: dict) -> pd.DataFrame:

@@ -49,9 +49,9 @@ def check_agreement(letter: dict) -> dict:
         assert text["chance"] == pytest.approx(letter["chance"])  # 1 / C(m, k) in both
     else:  # true/false: the stored label against its pair's other label
         assert text["gold"] == answer.strip() and len(text["choices"]) == 2
-        assert ab.TRUE_LABELS.index(text["choices"][letter["gold"] == "F"]) == ab.FALSE_LABELS.index(
-            text["choices"][letter["gold"] == "T"]
-        )
+        assert ab.TRUE_LABELS.index(
+            text["choices"][letter["gold"] == "F"]
+        ) == ab.FALSE_LABELS.index(text["choices"][letter["gold"] == "T"])
     return text
 
 
@@ -64,7 +64,9 @@ def test_every_fixture_item_agrees_on_the_gold_in_both_formulations(split):
 def test_the_question_loses_its_option_lines_and_keeps_the_rest():
     assert without_options("题目\nA. 甲\nB. 乙 C. 丙 D. 丁") == "题目"
     assert without_options("题目 A．甲 B、乙") == "题目"
-    assert without_options("读下文。\n问题？\nA. 甲\nB. 乙\n请作答。") == "读下文。\n问题？\n请作答。"
+    assert (
+        without_options("读下文。\n问题？\nA. 甲\nB. 乙\n请作答。") == "读下文。\n问题？\n请作答。"
+    )
     assert without_options("没有选项的问题") == "没有选项的问题"
 
 

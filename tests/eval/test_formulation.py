@@ -104,7 +104,9 @@ def test_a_prediction_in_another_formulation_is_an_error_naming_its_line():
     text = [ab.formulate(it, ab.TEXT) for it in letter]
     preds = [{"type": it["type"], "idx": it["idx"], "answer_kind": it["answer_kind"],
               "prediction": ""} for it in letter]  # fmt: skip
-    with pytest.raises(ValueError, match=r"p.jsonl:\d+: answer_kind: 'mc', but the item is 'mc_text'"):
+    with pytest.raises(
+        ValueError, match=r"p.jsonl:\d+: answer_kind: 'mc', but the item is 'mc_text'"
+    ):
         score_predictions(text, preds, source="p.jsonl")
 
 
@@ -126,5 +128,7 @@ def test_predict_records_the_formulation_and_score_reads_it_back(tmp_path):
         assert main(["score", str(out), "--data", str(FIXTURE), "--split", "test",
                      "--norm", norm, "--out", str(scores)]) == 0  # fmt: skip
         result = json.loads(scores.read_text())
-        assert result["rules"]["norm"] == norm and result["rules"]["predict"]["formulation"] == "text"
+        assert (
+            result["rules"]["norm"] == norm and result["rules"]["predict"]["formulation"] == "text"
+        )
         assert set(result["abilities"]["history"]["by_kind"]) == {"mc_text", "tf_text"}

@@ -94,6 +94,9 @@ def test_a_missing_base_with_pretrain_becomes_a_cell_the_others_wait_for(tmp_pat
         ({"bases": [{"name": "b", "arch": "llama", "path": "x"}]}, "bases[0].params"),
         ({"sft": {"config": "nope.yaml"}}, "sft.config"),
         ({"sedd": [0]}, "sedd"),
+        ({"formulation": "cloze"}, "formulation"),
+        ({"formulation": ["text", "text"]}, "formulation"),
+        ({"eval_formulations": ["letters"]}, "eval_formulations"),
     ],
 )
 def test_bad_grids_name_the_file_and_the_key(tmp_path, tiny_base, keys, where):
@@ -255,3 +258,38 @@ def test_a_base_pretrained_from_another_config_is_never_reused_silently(tmp_path
         PlanError, match=r"pretrained from another config \(differs in: pretrain.seed"
     ):
         expand(grid)
+
+
+def test_formulation_is_an_axis_and_in_the_id_only_when_not_letter(tmp_path, tiny_base):
+    letter = ids(plan(tmp_path, tiny_base))
+    assert ids(plan(tmp_path, tiny_base, formulation="letter")) == letter  # the default
+    both = plan(tmp_path, tiny_base, formulation=["letter", "text"])
+    by_label = ids(both)
+    assert {k: v for k, v in by_label.items() if "-text-" not in k} == letter
+    text = {k: v for k, v in by_label.items() if "-text-" in k}
+    assert sorted(text) == [
+        "tiny-n0000-text-s0",
+        "tiny-n0001-no_math-text-s0",
+        "tiny-n0001-text-s0",
+    ]
+    assert not set(text.values()) & set(letter.values())
+    cells = {c.id: c for c in both}
+    assert {cells[i].formulation for i in text.values()} == {"text"}
+    assert cells[text["tiny-n0001-text-s0"]].recipe["formulation"] == "text"
+    assert "formulation" not in cells[letter["tiny-n0001-s0"]].recipe  # the recipe's default
+    scored_too = ids(plan(tmp_path, tiny_base, eval_formulations=["letter", "text"]))
+    assert scored_too.keys() == letter.keys() and not set(scored_too.values()) & set(
+        letter.values()
+    )
+
+
+def test_formulation_is_the_grids_key_not_the_recipes(tmp_path, tiny_base):
+    sft = grid_dict(tiny_base)["sft"]
+    sft = {**sft, "overrides": {**sft["overrides"], "formulation": "text"}}
+    with pytest.raises(PlanError, match="sft: formulation is a grid key"):
+        plan(tmp_path, tiny_base, sft=sft)
+    ladder = {"name": "l", "doit_dir": str(tmp_path), "formulation": "text", "bases": [
+        {"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
+         "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"}}]}  # fmt: skip
+    with pytest.raises(GridError, match="formulation: only fine-tuning cells use it"):
+        load_grid(write_grid(tmp_path / "ladder.yaml", ladder))
