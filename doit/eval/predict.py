@@ -58,6 +58,7 @@ RANKED_SCORING = (
     "and after an empty question (choice_uncond), the span's tokens (choice_tokens), the text's "
     "characters (choice_chars) and the span's perplexity (choice_ppl); the prompt is never cut"
 )
+RANK_BATCH = 4  # ranked sequences a forward pass, per item of the generation batch: one turn each
 EMPTY_QUESTION = {
     "messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
 }
@@ -195,12 +196,12 @@ def span_logprobs(model, sequences: list[tuple[list[int], int]], pad_id: int) ->
     mask = torch.tensor(
         [[1] * len(s) + [0] * (width - len(s)) for s, _ in sequences], device=model.device
     )
-    logits = model(input_ids=ids, attention_mask=mask).logits.float()
-    logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
-    return [
-        logprobs[row, start - 1 : len(seq) - 1].sum().item()
-        for row, (seq, start) in enumerate(sequences)
-    ]
+    logits = model(input_ids=ids, attention_mask=mask).logits
+    out = []
+    for row, (seq, start) in enumerate(sequences):  # the span's positions only
+        span = torch.log_softmax(logits[row, start - 1 : len(seq) - 1].float(), dim=-1)
+        out.append(span.gather(-1, ids[row, start : len(seq), None]).sum().item())
+    return out
 
 
 def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
@@ -217,17 +218,37 @@ def choice_sequences(
     ``limit``: a prompt is never cut."""
     prompt = prompt_text(tokenizer, item)
     base = encode(tokenizer, prompt)
+    texts = item["choices"] if texts is None else texts
+    fulls = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in _turns(tokenizer, item,
+                                                                                   texts)]  # fmt: skip
     seqs = []
-    for choice in item["choices"] if texts is None else texts:
-        full = tokenizer.apply_chat_template(
-            item["messages"][:-1] + [{"role": "assistant", "content": choice}], tokenize=False
-        )
-        ids = encode(tokenizer, full)
+    for ids in fulls:
         if len(ids) > limit:
             return None
         start = len(base) if ids[: len(base)] == base else len(encode(tokenizer, prompt.rstrip()))
         seqs.append((ids, max(1, start)))
     return seqs
+
+
+_SLOT = "\x00doit-answer\x00"
+
+
+def _turns(tokenizer, item: dict, texts: list[str]) -> list[str]:
+    """The chat template's rendering of the item's turns with each text as the assistant's
+    reply: rendered once around a placeholder and filled in, unless the template changes the
+    reply (then rendered per text)."""
+    def render(reply: str) -> str:
+        return tokenizer.apply_chat_template(
+            item["messages"][:-1] + [{"role": "assistant", "content": reply}], tokenize=False
+        )
+
+    frame = render(_SLOT)
+    if frame.count(_SLOT) == 1 and texts:
+        head, tail = frame.split(_SLOT)
+        filled = [head + t + tail for t in texts]
+        if filled[0] == render(texts[0]):
+            return filled
+    return [render(t) for t in texts]
 
 
 def predict_items(
@@ -290,40 +311,49 @@ def _generate(model, tokenizer, rows: list[tuple], batch_size: int, limits: dict
 
 def _rank(model, tokenizer, items: list[dict], batch_size: int, context: int) -> dict:
     """Records of the ranked items: each of their kind's texts (gold first) scored after the
-    prompt and after an empty question, ``batch_size`` sequences a forward pass, sorted by
-    length; an item that does not fit the context whole gets an error instead."""
-    out, rows = {}, []
+    prompt and after an empty question (once per distinct text), ``RANK_BATCH x batch_size``
+    sequences a forward pass, sorted by length; an item that does not fit the context whole
+    gets an error."""
+    out, rows, uncond = {}, [], {}
     for it in items:
         kind = ab.kind(it["answer_kind"])
         if kind.ranked is None:
             continue
         texts = kind.ranked(it)
         seqs = choice_sequences(tokenizer, it, context, texts)
-        uncond = choice_sequences(tokenizer, EMPTY_QUESTION, context, texts)
-        if seqs is None or uncond is None:
+        if seqs is None:
             out[(it["type"], it["idx"])] = {**_record(it, ""), "error": "prompt and a ranked text "
                                             f"longer than the context of {context}"}  # fmt: skip
             continue
-        rows.append((it, texts, seqs + uncond))
-    jobs = sorted(((len(seq[0]), r, j) for r, (*_, seqs) in enumerate(rows)
-                   for j, seq in enumerate(seqs)), key=lambda x: x[0])  # fmt: skip
-    sums = [[0.0] * len(seqs) for *_, seqs in rows]
-    for chunk in batches(jobs, batch_size):
-        got = span_logprobs(model, [rows[r][2][j] for _, r, j in chunk], tokenizer.pad_token_id)
-        for (_, r, j), value in zip(chunk, got):
-            sums[r][j] = value
-    for (it, texts, seqs), lp in zip(rows, sums):
-        n = len(texts)
-        tokens = [len(ids) - start for ids, start in seqs[:n]]
+        for text in texts:  # the empty question is shorter than any prompt: it fits
+            if text not in uncond:
+                uncond[text] = choice_sequences(tokenizer, EMPTY_QUESTION, context, [text])[0]
+        rows.append((it, texts, seqs))
+    jobs = [seq for *_, seqs in rows for seq in seqs] + list(uncond.values())
+    sums = iter(_span_sums(model, jobs, RANK_BATCH * batch_size, tokenizer.pad_token_id))
+    scored = [[next(sums) for _ in seqs] for *_, seqs in rows]
+    empty = dict(zip(uncond, sums))
+    for (it, texts, seqs), lp in zip(rows, scored):
+        tokens = [len(ids) - start for ids, start in seqs]
         out[(it["type"], it["idx"])] = {
             **_record(it, ""),
-            "choice_ppl": [math.exp(-x / t) for x, t in zip(lp[:n], tokens)],
-            "choice_logprob": lp[:n],
+            "choice_ppl": [math.exp(-x / t) for x, t in zip(lp, tokens)],
+            "choice_logprob": lp,
             "choice_tokens": tokens,
             "choice_chars": [len(t) for t in texts],
-            "choice_uncond": lp[n:],
+            "choice_uncond": [empty[t] for t in texts],
         }
     return out
+
+
+def _span_sums(model, seqs: list[tuple[list[int], int]], batch_size: int, pad_id: int) -> list:
+    """``span_logprobs`` of every sequence, in order, batched by length (less padding)."""
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i][0]))
+    sums = [0.0] * len(seqs)
+    for chunk in batches(order, batch_size):
+        for i, value in zip(chunk, span_logprobs(model, [seqs[i] for i in chunk], pad_id)):
+            sums[i] = value
+    return sums
 
 
 def _record(item: dict, text: str) -> dict[str, Any]:

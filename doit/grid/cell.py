@@ -173,7 +173,7 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
     rows, items = [], []
     formulations = evaluate.formulations_to_score(cell.formulation, grid)
     for epoch, step, model_dir in targets:
-        where = folder / "eval" / f"e{epoch:g}-s{step}"
+        where = evaluate.checkpoint_folder(folder, epoch, step)
         scored = evaluate.score_model(model_dir, where, doit_dir, grid, **kw,
                                       formulations=formulations)  # fmt: skip
         at = {"epoch": epoch, "step": step, **checkpoint_columns(metrics, step)}

@@ -23,6 +23,11 @@ from doit.train import rundir
 SPLITS = ("valid", "test")
 
 
+def checkpoint_folder(cell_folder: Path, epoch: float, step: int) -> Path:
+    """Where a scored checkpoint's predictions and scores lie: ``<cell>/eval/e<epoch>-s<step>``."""
+    return Path(cell_folder) / "eval" / f"e{epoch:g}-s{step}"
+
+
 def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, Path]]:
     """(epoch, step, model dir) of the checkpoints ``eval_epochs`` names (all | last | [e...])."""
     done = rundir.read_done(run_dir) or {}
