@@ -70,7 +70,9 @@ def run(args) -> int:
                  formulation=args.formulation, cell_formulation=args.cell_formulation)  # fmt: skip
     a.table  # noqa: B018 -- validate before anything is written
     if args.base:
-        a.complexity = measure_complexity(args.base, args.data, args.chat_format)
+        trained = sorted(a.analysed_rows["cell_formulation"].dropna().unique())
+        a.complexity = measure_complexity(args.base, args.data, args.chat_format,
+                                          trained[0] if len(trained) == 1 else "letter")  # fmt: skip
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     step, written = args.step, []
@@ -108,7 +110,8 @@ def run(args) -> int:
     return 0
 
 
-def measure_complexity(base: str, data: str | None, chat_format: str):
+def measure_complexity(base: str, data: str | None, chat_format: str, formulation: str = "letter"):
+    """Complexity on the test items as the analysed cells were asked them (``formulation``)."""
     if not data:
         raise ValueError("--base needs --data DOIT_DIR (the items to rank)")
     from doit.analysis.features import complexity
@@ -117,7 +120,8 @@ def measure_complexity(base: str, data: str | None, chat_format: str):
     from doit.models import load_for_inference
 
     model, tokenizer = load_for_inference(base, chat_format=chat_format)
-    items = [it for it in load_items(data, "test") if it["ability"] in ab.ABILITY_KEYS]
+    items = [ab.formulate(it, formulation) for it in load_items(data, "test")
+             if it["ability"] in ab.ABILITY_KEYS]  # fmt: skip
     return complexity(model, tokenizer, items)
 
 

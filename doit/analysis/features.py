@@ -8,7 +8,8 @@ feature columns of a features table).
   alternative (each answer kind's ``alternatives`` in ``doit.data.abilities``: the other
   option texts for mc/multiselect, the answer of an item with the other label for tf, the
   two distractors for open items, the golds of 3 other items of the ability for cloze and
-  math); beside it
+  math; for the text formulation's items, their other ranked texts: the items are measured
+  as the analysed cells were asked them); beside it
   the gold answer's length in tokens, its reasoning steps (lines) and its mean per-token NLL.
 - ``transference(counts)``: T_a = (S_a(LOO_a, n) - c_a) / (S_a(all, n) - c_a), summed over the
   (base, n) pairs that have both cells, with a bootstrap CI; empty when the full-mix gain's
