@@ -178,6 +178,9 @@ def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
     letter = shipped_cells(tmp_path, path, {"formulation": "letter", "sft": {
         **raw["sft"], "overrides": AS_RECORDED[path]}})  # fmt: skip
     assert [c.id for c in letter] == recorded[path]
+    if path == "recipes/grids/micro.yaml":  # #12's study, kept to rerun: the same grid as then
+        again = shipped_cells(tmp_path, "studies/micro_study/grid_letter.yaml")
+        assert [c.id for c in again] == recorded[path]
     assert {c.formulation for c in cells if c.kind != "pretrain"} == {"text"}
     assert len(cells) == len(letter)
     for new, old in zip(cells, letter):
