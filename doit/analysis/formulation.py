@@ -18,6 +18,9 @@ at a time (``cell_formulation``), and says which.
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pandas as pd
 
 from doit.data.abilities import FORMULATIONS
@@ -133,3 +136,49 @@ def rescored(study, norm: str, splits=("valid",)) -> tuple[pd.DataFrame, pd.Data
         correct = {(v["type"], v["idx"]): v["correct"] for v in verdicts}
         new_items.append(mine.assign(correct=[correct[k] for k in zip(mine["type"], mine["idx"])]))
     return pd.concat(new_rows, ignore_index=True), pd.concat(new_items, ignore_index=True)
+
+
+TEXT_KINDS = ("mc_text", "tf_text", "multiselect_text")
+
+
+def compare_norms(study, norms=None, splits=("valid",), replicates: int = 2000, seed: int = 0
+                  ) -> pd.DataFrame:  # fmt: skip
+    """The ranking normalisations compared on a study's text scorings of ``splits``: per
+    normalisation, the score over every item of the abilities with text-formulation items
+    (every cell, seeds pooled), and per pair the difference, each with its 95% CI, all from
+    one paired item bootstrap (``doit.analysis.bootstrap``: the same item draws for every
+    normalisation and cell; seeds resampled per grid point). Rows ``all`` and per ability."""
+    from doit.analysis.bootstrap import bootstrap_counts
+    from doit.analysis.sensitivity import interval
+    from doit.eval.kinds import NORMS
+
+    norms = list(norms or NORMS)
+    rows, items = [], []
+    for norm in norms:
+        r, i = rescored(study, norm, splits)
+        mine = set(i.loc[i["answer_kind"].isin(TEXT_KINDS), "ability"])
+        rows.append(r[r["ability"].isin(mine)].assign(cell=r["cell"] + "|" + norm, mix=norm))
+        items.append(i[i["ability"].isin(mine)].assign(cell=i["cell"] + "|" + norm))
+    (split,) = splits  # one split today (doit.analysis.bootstrap)
+    counts = bootstrap_counts(pd.concat(rows), pd.concat(items), replicates, seed, split=split)
+    pts = counts.points
+    out = []
+    for ability in ["all", *sorted(pts["ability"].unique())]:
+        where = pts["ability"].notna() if ability == "all" else pts["ability"] == ability
+        pooled = {}
+        for norm in norms:
+            cols = np.flatnonzero((where & (pts["mix"] == norm)).to_numpy(dtype=bool))
+            point = 100 * pts["k"].iloc[cols].sum() / pts["m"].iloc[cols].sum()
+            pooled[norm] = (point, 100 * counts.k[:, cols].sum(1) / counts.m[:, cols].sum(1))
+            out.append({"ability": ability, "compared": norm, "points": len(cols),
+                        "value": point, **_ci(interval, *pooled[norm])})  # fmt: skip
+        for a, b in itertools.combinations(norms, 2):
+            d = pooled[a][0] - pooled[b][0]
+            out.append({"ability": ability, "compared": f"{a} - {b}", "points": None,
+                        "value": d, **_ci(interval, d, pooled[a][1] - pooled[b][1])})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _ci(interval, point, reps) -> dict:
+    lo, hi = interval(point, reps)
+    return {"lo": lo, "hi": hi}
