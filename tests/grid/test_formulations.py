@@ -43,3 +43,18 @@ def test_a_letter_cell_scored_in_letter_and_text_reports_both_and_the_max(tmp_pa
     assert (table["max"] >= table[["letter", "text"]].max(axis=1) - 1e-9).all()
     assert Analysis(str(study), replicates=20, formulation="text").table["formulation"].eq(
         "text").all()  # fmt: skip
+
+    # the text scorings judged again under each normalisation, from the stored predictions
+    from doit.analysis.formulation import compare_norms, rescored
+    from doit.eval.kinds import DEFAULT_NORM
+
+    again, verdicts = rescored(study, DEFAULT_NORM, ("valid",))
+    text = rows[(rows["formulation"] == "text") & (rows["split"] == "valid")]
+    assert again.set_index(KEY)["score"].equals(text.set_index(KEY)["score"])
+    assert len(verdicts) == len(
+        items[(items["formulation"] == "text") & (items["split"] == "valid")]
+    )
+    norms = compare_norms(study, replicates=50).set_index(["ability", "compared"])
+    assert {"token", "char", "pmi", "token - char", "char - pmi"} <= set(norms.loc["all"].index)
+    d = norms.loc[("all", "char"), "value"] - norms.loc[("all", "pmi"), "value"]
+    assert abs(norms.loc[("all", "char - pmi"), "value"] - d) < 1e-9
