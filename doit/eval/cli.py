@@ -141,9 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument(
         "--norm",
         choices=list(NORMS),
-        default=DEFAULT_NORM,
-        help=f"how the text formulation ranks its texts (default {DEFAULT_NORM}): "
-        + "; ".join(f"{k}: {v}" for k, v in NORMS.items()),
+        help=f"how the text formulation ranks its texts (default: the one PRED.rules.json "
+        f"records, {DEFAULT_NORM} since #21): " + "; ".join(f"{k}: {v}" for k, v in NORMS.items()),
     )
     sc.add_argument(
         "--allow-missing",

@@ -20,7 +20,8 @@ One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
               the context: nothing is ever cut)}
 
 and ``PRED.rules.json`` beside it: ``prediction_rules`` (the formulation the items were
-rendered in, chat format, context, each kind's budget, how many items hit it or did not fit,
+rendered in, the normalisation the text formulation's ranking is scored with (``norm``, the
+one chosen on the micro study's valid split: ``doit.eval.kinds.DEFAULT_NORM``), chat format, context, each kind's budget, how many items hit it or did not fit,
 stop tokens, letter scoring, what the ranked fields hold).
 
 Every prompt is rendered by the tokenizer's chat template (``doit.models.chat``); an untuned
@@ -45,7 +46,7 @@ import torch
 
 from doit.data import abilities as ab
 from doit.data.options import OPTION_LETTERS
-from doit.eval.kinds import behaviour
+from doit.eval.kinds import DEFAULT_NORM, behaviour
 from doit.models.chat import speaker_template
 
 LETTER_SCORING = (
@@ -237,6 +238,7 @@ def _turns(tokenizer, item: dict, texts: list[str]) -> list[str]:
     """The chat template's rendering of the item's turns with each text as the assistant's
     reply: rendered once around a placeholder and filled in, unless the template changes the
     reply (then rendered per text)."""
+
     def render(reply: str) -> str:
         return tokenizer.apply_chat_template(
             item["messages"][:-1] + [{"role": "assistant", "content": reply}], tokenize=False
@@ -383,6 +385,7 @@ def prediction_rules(
                                                                   for p in preds)]  # fmt: skip
     return {
         "formulation": formulation,
+        "norm": DEFAULT_NORM,  # how score ranks the text formulation's texts unless told otherwise
         "chat_format": chat_format,
         "context": max_length(model, tokenizer),
         "decoding": "greedy",

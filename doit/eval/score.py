@@ -175,14 +175,17 @@ def score_predictions(
 def score_file(items: list[dict], predictions, math="paper", ties="correct", allow_missing=False,
                norm: str | None = None):  # fmt: skip
     """``score_predictions`` of a PRED.jsonl, with its PRED.rules.json under ``rules.predict``.
-    ``items`` must be rendered in the predictions' formulation (``formulation_of``)."""
+    ``items`` must be rendered in the predictions' formulation (``formulation_of``); ``norm``
+    (None: the one PRED.rules.json records, else ``kinds.DEFAULT_NORM``) ranks their texts."""
 
     from doit.eval.predict import rules_path
 
+    path = rules_path(predictions)  # budgets, n_hit_budget, stop tokens, letters, norm
+    recorded = read_json(path) if path.is_file() else None
+    norm = norm or (recorded or {}).get("norm")
     result = score_predictions(items, read_predictions(predictions), math, ties,
                                str(predictions), allow_missing=allow_missing, norm=norm)  # fmt: skip
-    rules = rules_path(predictions)  # budgets, n_hit_budget, stop tokens, letters
-    result["rules"]["predict"] = read_json(rules) if rules.is_file() else None
+    result["rules"]["predict"] = recorded
     return result
 
 

@@ -121,6 +121,7 @@ def test_predict_records_the_formulation_and_score_reads_it_back(tmp_path):
                  "--formulation", "text", "--out", str(out)]) == 0  # fmt: skip
     rules = json.loads(out.with_name("pred.rules.json").read_text())
     assert rules["formulation"] == "text" and rules["n_items"]["mc_text"] > 0
+    assert rules["norm"] == kinds.DEFAULT_NORM  # the choice travels with the predictions
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert {x["answer_kind"] for x in lines} == {"mc_text", "tf_text", "multiselect_text"}
     for norm in kinds.NORMS:
