@@ -19,8 +19,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from doit.analysis.select import RULES
+from doit.analysis.formulation import MAX, RULES
+from doit.analysis.select import RULES as SELECT_RULES
 from doit.analysis.sensitivity import DELTA
+from doit.data.abilities import FORMULATIONS
 from doit.flags import ArgumentParser
 from doit.grid.results import ResultsError
 
@@ -34,7 +36,7 @@ def build_parser() -> ArgumentParser:
         s = sub.add_parser(step, help=f"{step} (see doit/analysis/README.md)")
         s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
         s.add_argument("--out", required=True, type=Path, help="output folder")
-        s.add_argument("--rule", default="study", choices=RULES, help="checkpoint selection")
+        s.add_argument("--rule", default="study", choices=SELECT_RULES, help="checkpoint selection")
         s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
         s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
         s.add_argument("--seed", type=int, default=0)
@@ -46,6 +48,12 @@ def build_parser() -> ArgumentParser:
                        help="the split fitted (valid only under --rule last)")  # fmt: skip
         s.add_argument("--budget", type=int, help="run/report: add a curriculum section at this "
                        "budget (items; see the curriculum command)")  # fmt: skip
+        s.add_argument("--formulation", default=MAX, choices=RULES,
+                       help="which scoring of a checkpoint scored in several formulations is read: "
+                       "max (OLMES's rule, the default) or one formulation's")  # fmt: skip
+        s.add_argument("--cell-formulation", choices=FORMULATIONS,
+                       help="the cells trained in this formulation (needed when the table holds "
+                       "several: a grid's formulation axis)")  # fmt: skip
     s = sub.add_parser("ladder", help="loss vs size of a pretraining ladder (ladder.py)")
     s.add_argument("sources", nargs="+",
                    help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs")  # fmt: skip
@@ -87,7 +95,7 @@ def curriculum_parser(sub) -> None:
     s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
     s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--rule", default="last", choices=RULES, help="checkpoint selection")
+    s.add_argument("--rule", default="last", choices=SELECT_RULES, help="checkpoint selection")
     s.add_argument("--split", default="valid", choices=("valid", "test"), help="the split fitted")
     s.add_argument("--validate", action="store_true",
                    help="train the equal-budget policies on the target and compare with uniform")  # fmt: skip
@@ -114,12 +122,15 @@ def run(args) -> int:
 
     a = Analysis(str(args.source), args.rule, args.replicates, args.delta, args.seed,
                  features_csv=args.features, ground_truth=load_truth(args.data),
-                 split=args.split)  # fmt: skip
+                 split=args.split, formulation=args.formulation,
+                 cell_formulation=args.cell_formulation)  # fmt: skip
     if a.table.empty:  # validated first: nothing is written for a table that is refused
         return write_empty(a, args.out, args.step)
     planned = curriculum_for(args) if args.budget and args.step in ("run", "report") else None
     if args.base:
-        a.complexity = measure_complexity(args.base, args.data, args.chat_format)
+        trained = sorted(a.analysed_rows["cell_formulation"].dropna().unique())
+        a.complexity = measure_complexity(args.base, args.data, args.chat_format,
+                                          trained[0] if len(trained) == 1 else "letter")  # fmt: skip
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     step, written = args.step, []
@@ -130,6 +141,8 @@ def run(args) -> int:
 
     if step in ("run", "select"):
         save("selected.csv", a.selected)
+        if not a.formulations.empty:
+            save("formulations.csv", a.formulations)
     if step in ("run", "fit"):
         save("fits.csv", a.fits)
         save("sensitivity.csv", a.sensitivity)
@@ -254,7 +267,8 @@ def ladder(args) -> int:
     return 0
 
 
-def measure_complexity(base: str, data: str | None, chat_format: str):
+def measure_complexity(base: str, data: str | None, chat_format: str, formulation: str = "letter"):
+    """Complexity on the test items as the analysed cells were asked them (``formulation``)."""
     if not data:
         raise ValueError("--base needs --data DOIT_DIR (the items to rank)")
     from doit.analysis.features import complexity
@@ -263,7 +277,8 @@ def measure_complexity(base: str, data: str | None, chat_format: str):
     from doit.models import load_for_inference
 
     model, tokenizer = load_for_inference(base, chat_format=chat_format)
-    items = [it for it in load_items(data, "test") if it["ability"] in ab.ABILITY_KEYS]
+    items = [ab.formulate(it, formulation) for it in load_items(data, "test")
+             if it["ability"] in ab.ABILITY_KEYS]  # fmt: skip
     return complexity(model, tokenizer, items)
 
 

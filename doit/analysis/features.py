@@ -8,7 +8,8 @@ feature columns of a features table).
   alternative (each answer kind's ``alternatives`` in ``doit.data.abilities``: the other
   option texts for mc/multiselect, the answer of an item with the other label for tf, the
   two distractors for open items, the golds of 3 other items of the ability for cloze and
-  math); beside it
+  math; for the text formulation's items, their other ranked texts: the items are measured
+  as the analysed cells were asked them); beside it
   the gold answer's length in tokens, its reasoning steps (lines) and its mean per-token NLL.
 - ``transference(counts)``: T_a = (S_a(LOO_a, n) - c_a) / (S_a(all, n) - c_a), summed over the
   (base, n) pairs that have both cells, with a bootstrap CI; empty when the full-mix gain's
@@ -150,6 +151,8 @@ def complexity(model, tokenizer, items: list[dict], batch_size: int = 16) -> pd.
                 continue
             gold, alts = pair
             seqs = choice_sequences(tokenizer, it, limit, [gold, *alts])
+            if seqs is None:  # longer than the base's context: never cut, not ranked
+                continue
             sums = []
             for i in range(0, len(seqs), batch_size):
                 sums += span_logprobs(model, seqs[i : i + batch_size], tokenizer.pad_token_id)
@@ -214,7 +217,8 @@ def explain(
 
 
 PLANTED = {"transference": ["shared_fraction"], "complexity": ["steps", "needs_pretrained_facts"],
-           "data_sensitivity": ["learnable", "expected_plateau", "saturates_at"]}  # fmt: skip
+           "data_sensitivity": ["learnable", "expected_plateau", "saturates_at",
+                                "planted_data_rank"]}  # fmt: skip
 
 
 def planted_correlations(measured: pd.DataFrame, truth: dict) -> pd.DataFrame:

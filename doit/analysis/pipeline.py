@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from doit.analysis import features as feat
+from doit.analysis import formulation as form
 from doit.analysis import limits
 from doit.analysis.bootstrap import bootstrap_counts
 from doit.analysis.fits import fit_grid, fits_table
@@ -33,9 +34,13 @@ class Analysis:
     ground_truth: dict | None = None  # a micro corpus's ground_truth.json
     notes: list[str] = field(default_factory=list)
     split: str = "test"  # the split the fits are made on (valid: only under the rule `last`)
+    formulation: str = form.MAX  # which scoring of a checkpoint is read (doit.analysis.formulation)
+    cell_formulation: str | None = None  # the cells trained in it; None: the table's only one
 
     @cached_property
-    def table(self) -> pd.DataFrame:
+    def all_rows(self) -> pd.DataFrame:
+        """The results table as read (abilities the registry does not know left out, said in
+        the notes), every formulation a checkpoint was scored in."""
         table = read_results(self.source)
         check_scale(table, self.source)
         unknown = unknown_abilities(table)
@@ -46,7 +51,20 @@ class Analysis:
         return table
 
     @cached_property
+    def _chosen(self):
+        return form.choose(self.all_rows, self._all_items, self.formulation, self.cell_formulation)
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """One row per (cell, epoch, split, ability): the formulation rule's."""
+        return self._chosen[0]
+
+    @cached_property
     def items(self) -> pd.DataFrame | None:
+        return self._chosen[1]
+
+    @cached_property
+    def _all_items(self) -> pd.DataFrame | None:
         path = Path(self.source)
         if path.is_dir() and any((path / "items").glob("*.parquet")):
             return read_results(path, per_item=True)
@@ -54,6 +72,18 @@ class Analysis:
         return (
             read_results(sibling, per_item=True) if path.is_file() and sibling.is_file() else None
         )
+
+    @cached_property
+    def analysed_rows(self) -> pd.DataFrame:
+        """Every scoring of the cells analysed (those trained in ``cell_formulation``)."""
+        rows = self.all_rows
+        return rows if self.cell_formulation is None else rows[
+            rows["cell_formulation"] == self.cell_formulation]  # fmt: skip
+
+    @cached_property
+    def formulations(self) -> pd.DataFrame:
+        """Each formulation's score and the max, where checkpoints were scored in several."""
+        return form.comparison(self.analysed_rows)
 
     @cached_property
     def selected(self) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.fits import CRITERION, MEANINGFUL_IC_GAP
+from doit.analysis.formulation import describe as describe_formulation
 from doit.analysis.limits import NEED_PREDICT
 from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
 from doit.analysis.sensitivity import PUBLISHED
@@ -23,6 +24,7 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
     b = [("h1", "Scaling analysis"),
+         ("p", describe_formulation(a.analysed_rows, a.formulation)),
          ("p", f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
                "macro in-domain validation score among epochs >= 5, reported on test, unless "
                f"another rule was asked for); {int(a.selected.drop_duplicates('cell')['fallback'].sum())} "
@@ -35,6 +37,11 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
     if a.limits:
         b += [("h2", "What this study could not give"),
               ("list", a.limits)]  # fmt: skip
+    if not a.formulations.empty:
+        b += [("h2", "Formulations"),
+              ("p", "Checkpoints scored in several formulations: the mean score of each and of "
+                    "the per-checkpoint maximum (OLMES's max rule), by base, n, split and ability."),
+              ("table", a.formulations.round(2))]  # fmt: skip
     b += [("h2", "Sensitivity and groups"),
           ("p", "data_sensitivity: fitted points per 4x training items (averaged over bases); "
                 "size_sensitivity: fitted points per doubling of non-embedding parameters "
@@ -43,7 +50,7 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
                 f"[-{a.delta:g}, {a.delta:g}], otherwise undetermined; mde_* is the smallest "
                 "sensitivity this grid and item count would detect (80% power), so an "
                 "undetermined factor with a large MDE is underpowered, not resistant."),
-          ("table", _published(sens))]  # fmt: skip
+          ("table", _published(sens, a.ground_truth))]  # fmt: skip
     b += [("h2", "Fits"),
           ("p", f"Three forms per series (logistic in log n with the chance floor fixed and a "
                 f"ceiling of 100; log-linear; the logistic with a free ceiling, from four points), "
@@ -60,13 +67,20 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
     return b
 
 
-def _published(sens: pd.DataFrame) -> pd.DataFrame:
+def _published(sens: pd.DataFrame, truth: dict | None = None) -> pd.DataFrame:
+    """The groups beside the published study's and, for a micro corpus, the planted ones."""
     df = sens.copy()
     df["published_group"] = df["ability"].map(PUBLISHED).fillna("")
-    df["agrees"] = np.where(
-        df["published_group"] == "", "", np.where(df["group"] == df["published_group"], "yes", "no")
-    )
+    df["agrees"] = _agrees(df["group"], df["published_group"])
+    planted = {k: v.get("planted_group") for k, v in (truth or {}).get("abilities", {}).items()}
+    if any(planted.values()):
+        df["planted_group"] = df["ability"].map(planted).fillna("")
+        df["agrees_planted"] = _agrees(df["group"], df["planted_group"])
     return df.drop(columns=["rule", "delta"], errors="ignore").round(2)
+
+
+def _agrees(measured: pd.Series, expected: pd.Series) -> np.ndarray:
+    return np.where(expected == "", "", np.where(measured == expected, "yes", "no"))
 
 
 def _prediction_blocks(a):
@@ -110,6 +124,9 @@ def _feature_blocks(a, figures):
     out += [("figure", figures.get("sensitivity_features"))]
     if a.planted is not None:
         out += [("h3", "Against the micro corpus's planted properties"),
+                ("p", "Spearman correlations of the measured features and sensitivities with the "
+                      "properties the generator planted (ground_truth.json); planted_data_rank is "
+                      "its intended order of data sensitivity (1 the least, 10 the most)."),
                 ("table", a.planted.round(3))]  # fmt: skip
     return out
 

@@ -1,18 +1,29 @@
-"""The one registry of DoIT abilities, out-of-domain sets and answer kinds.
+"""The one registry of DoIT abilities, out-of-domain sets, answer kinds and formulations.
 
 Every other module refers to abilities through this registry (``ABILITIES``,
 ``OOD``, ``get``) rather than spelling keys as string literals, and to what an answer kind
 does through its record (``KINDS``, ``kind``): evaluation adds only how a kind's answer is
 extracted and judged (``doit.eval.kinds``).
+
+A *formulation* is how a stored item is asked and answered (``FORMULATIONS``). ``letter`` is
+the study's: the items as stored (options listed, an option letter the answer). ``text`` asks
+a multiple-choice item without its option lines and answers it with the gold option's text,
+scored by ranking every option's text (the cloze formulation of OLMES, Gu et al. 2024: small
+models rank answer texts long before they can bind an answer to its letter); true/false items
+rank their two label texts, multi-select items the option-text sets of the gold's size.
+``formulate(item, formulation)`` rewrites an item at render time (training targets,
+prediction, scoring); the files, their schema and ``ground_truth.json`` never change.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from math import comb
 
-from doit.data.options import option_texts
+from doit.data.options import option_texts, without_options
 
 # --- answer kinds: how an item's gold answer is stored, answered and compared -----------------
 MC = "mc"  # one option letter (A-D, or A-C for 3-option items)
@@ -21,12 +32,21 @@ CLOZE = "cloze"  # a span of Chinese text
 MULTISELECT = "multiselect"  # a set of option letters, stored sorted ("AC")
 MATH = "math"  # a final answer (the record's `answer` field)
 OPEN = "open"  # open-ended: choices[0] is gold, two distractors follow
+# The text formulation's kinds: ranked texts in `choices`, gold first (`formulate` writes them)
+MC_TEXT = "mc_text"  # the gold option's text, ranked against every other option's text
+TF_TEXT = "tf_text"  # the gold label's text (正确, 对, ...), ranked against its counterpart's
+MULTISELECT_TEXT = "multiselect_text"  # the gold set's texts (joined by ；) against every other
+# set of the gold's size
+LETTER, TEXT = "letter", "text"
+FORMULATIONS = (LETTER, TEXT)  # letter: the items as stored (the study's); text: see above
+SET_JOIN = "；"  # joins the option texts of a set, in option order
 STUDY_MAX_NEW_TOKENS = 1024  # the study's greedy decoding cap: every generated kind's default
 TRUE_LABELS = ("正确", "对", "T", "√", "V")  # a true/false gold or output that says "true"
 FALSE_LABELS = ("错误", "错", "F", "×", "X")  # ... that says "false"
 
 Item = Mapping  # an item as doit.data.schema derives it (options, gold, choices, messages, ...)
 Alternatives = tuple[str, list[str]] | None  # (gold text, alternative texts) or nothing to rank
+Rewrite = Callable[[Item], tuple[list[dict], list[str]]]  # item -> (messages, texts gold first)
 
 
 @dataclass(frozen=True)
@@ -45,6 +65,14 @@ class AnswerKind:
     # The format-free ranking (Complexity): (gold text, alternatives) for an item, given the
     # items of its ability, or None when it has nothing to rank against.
     alternatives: Callable[[Item, Sequence[Item]], Alternatives]
+    # formulation -> the kind an item of this kind becomes in it; absent: it stays this kind
+    formulated: tuple[tuple[str, str], ...] = ()
+    # a kind that a formulation makes: how an item of the source kind is rewritten into it
+    rewrite: Rewrite | None = None
+
+    def in_formulation(self, formulation: str) -> str:
+        """The name of the kind this kind's items have in ``formulation``."""
+        return dict(self.formulated).get(formulation, self.name)
 
     def __post_init__(self):
         if self.generated and (self.default_budget is None or self.ranked is not None):
@@ -110,6 +138,75 @@ def _other_golds(item: Item, same_ability: Sequence[Item]) -> Alternatives:
     return (item["gold"], alts) if item["gold"] and alts else None
 
 
+def _ranked_alternatives(item: Item, same_ability: Sequence[Item]) -> Alternatives:
+    """The gold text against every other ranked text (a formulated item's ``choices``)."""
+    return (item["choices"][0], list(item["choices"][1:])) if len(item["choices"]) > 1 else None
+
+
+def _letter(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).strip()
+
+
+def _texts_of_options(question: str, letters: Sequence[str]) -> dict[str, str]:
+    """{letter: text} of ``letters``; ValueError when one has no text to rank."""
+    texts = option_texts(question)
+    lacking = [x for x in letters if x not in texts]
+    if lacking:
+        raise ValueError(f"option {', '.join(lacking)} has no text (the text formulation ranks "
+                         "option texts)")  # fmt: skip
+    return texts
+
+
+def _examples_as_text(messages: list[dict]) -> list[dict]:
+    """Copies of ``messages`` whose solved examples (an earlier user turn with options, then an
+    assistant turn that is one of its letters: a few-shot record's) answer with the text."""
+    out = [dict(m) for m in messages]
+    for i in range(0, len(out) - 2, 2):
+        texts, letter = option_texts(out[i]["content"]), _letter(out[i + 1]["content"])
+        if letter in texts:
+            out[i]["content"] = without_options(out[i]["content"])
+            out[i + 1]["content"] = texts[letter]
+    return out
+
+
+def _answered(messages: list[dict], question: str, answer: str) -> list[dict]:
+    return [*messages[:-2], {"role": "user", "content": question},
+            {"role": "assistant", "content": answer}]  # fmt: skip
+
+
+def _mc_as_text(item: Item) -> tuple[list[dict], list[str]]:
+    """The question without its option lines, answered by the gold option's text; every
+    option's text ranked, the gold's first (few-shot examples re-rendered the same way)."""
+    question = item["messages"][-2]["content"]
+    texts = _texts_of_options(question, item["options"])
+    ranked = [texts[item["gold"]], *(texts[x] for x in item["options"] if x != item["gold"])]
+    messages = _examples_as_text(item["messages"])
+    return _answered(messages, without_options(question), ranked[0]), ranked
+
+
+def _tf_as_text(item: Item) -> tuple[list[dict], list[str]]:
+    """The stored label (正确, 对, T, √ or V, or its false counterpart) against its pair's other."""
+    said, wrong = (
+        (TRUE_LABELS, FALSE_LABELS) if item["gold"] == "T" else (FALSE_LABELS, TRUE_LABELS)
+    )
+    label = item["messages"][-1]["content"].strip()
+    if label not in said:
+        raise ValueError(f"true/false answer {label!r} is not one of {', '.join(said)}")
+    ranked = [label, wrong[said.index(label)]]
+    return _answered(item["messages"], item["messages"][-2]["content"], label), ranked
+
+
+def _multiselect_as_text(item: Item) -> tuple[list[dict], list[str]]:
+    """The question without its option lines, answered by the gold set's option texts (in
+    option order, joined by ``SET_JOIN``); every set of the gold's size ranked, the gold's first."""
+    question = item["messages"][-2]["content"]
+    texts = _texts_of_options(question, item["options"])
+    sets = ["".join(s) for s in combinations(item["options"], len(item["gold"]))]
+    ranked = [SET_JOIN.join(texts[x] for x in s) for s in [item["gold"]] + [s for s in sets
+                                                                          if s != item["gold"]]]  # fmt: skip
+    return _answered(item["messages"], without_options(question), ranked[0]), ranked
+
+
 # Registry order is the order of every per-kind table written (budgets, counts, rules).
 KINDS: tuple[AnswerKind, ...] = (
     AnswerKind(
@@ -120,6 +217,7 @@ KINDS: tuple[AnswerKind, ...] = (
         chance=_one_option,
         ranked=None,
         alternatives=_option_alternatives,
+        formulated=((TEXT, MC_TEXT),),
     ),
     AnswerKind(
         TF,
@@ -129,6 +227,7 @@ KINDS: tuple[AnswerKind, ...] = (
         chance=_half,
         ranked=None,
         alternatives=_other_label,
+        formulated=((TEXT, TF_TEXT),),
     ),
     AnswerKind(
         MULTISELECT,
@@ -138,6 +237,7 @@ KINDS: tuple[AnswerKind, ...] = (
         chance=_option_set,
         ranked=None,
         alternatives=_option_alternatives,
+        formulated=((TEXT, MULTISELECT_TEXT),),
     ),
     AnswerKind(
         CLOZE,
@@ -166,6 +266,36 @@ KINDS: tuple[AnswerKind, ...] = (
         ranked=_choices,
         alternatives=_choice_alternatives,
     ),
+    AnswerKind(
+        MC_TEXT,
+        gold="the gold option's text (every option's text ranked)",
+        generated=False,
+        default_budget=None,
+        chance=_one_choice,  # 1 / options
+        ranked=_choices,
+        alternatives=_ranked_alternatives,
+        rewrite=_mc_as_text,
+    ),
+    AnswerKind(
+        TF_TEXT,
+        gold="the true/false label's text (ranked against its counterpart)",
+        generated=False,
+        default_budget=None,
+        chance=_one_choice,  # 1 / 2
+        ranked=_choices,
+        alternatives=_ranked_alternatives,
+        rewrite=_tf_as_text,
+    ),
+    AnswerKind(
+        MULTISELECT_TEXT,
+        gold="the gold set's option texts (every set of its size ranked)",
+        generated=False,
+        default_budget=None,
+        chance=_one_choice,  # 1 / C(m, k), as the letter kind's
+        ranked=_choices,
+        alternatives=_ranked_alternatives,
+        rewrite=_multiselect_as_text,
+    ),
 )
 ANSWER_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS)
 GENERATED_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.generated)  # a budget each
@@ -178,6 +308,36 @@ def kind(name: str) -> AnswerKind:
         return _KIND_BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown answer kind {name!r}; known: {', '.join(ANSWER_KINDS)}") from None
+
+
+def check_formulation(formulation: str) -> str:
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation: expected one of {', '.join(FORMULATIONS)}, "
+                         f"got {formulation!r}")  # fmt: skip
+    return formulation
+
+
+def formulate(item: Item, formulation: str) -> Item:
+    """``item`` as ``formulation`` asks it: the same item for ``letter`` and for kinds the
+    formulation leaves alone (cloze, math, open, synthetic records); else a copy whose
+    messages are rewritten (the final turns, and the solved examples of a few-shot record),
+    whose ``choices`` are the texts to rank (gold first), ``gold`` the gold's text, and whose
+    ``answer_kind`` and ``chance`` are the target kind's. ValueError naming the item's file
+    and line when it cannot be rewritten (an option without a text)."""
+    check_formulation(formulation)
+    if item.get("answer_kind") is None:
+        return item
+    target = kind(kind(item["answer_kind"]).in_formulation(formulation))
+    if target.name == item["answer_kind"]:
+        return item
+    try:
+        messages, ranked = target.rewrite(item)
+    except ValueError as e:
+        where = f"{item.get('source', '<item>')}:{item.get('line', 0)}"
+        raise ValueError(f"{where}: {formulation} formulation: {e}") from None
+    out = {**item, "messages": messages, "choices": ranked, "gold": ranked[0], "options": [],
+           "answer_kind": target.name}  # fmt: skip
+    return {**out, "chance": target.chance(out)}
 
 
 SYNTHETIC = "synthetic"  # train-only general instructions (messages only)

@@ -3,8 +3,9 @@
 An option is marked by a letter A-F and a separator (``.`` ``:`` ``、`` ``)``; full-width
 forms too) at a line start or after whitespace, so several options may share a line
 (``B. 乙 C. 丙 D. 丁``). Its text runs to the next mark on its line or to the line end.
-Validation (``doit.data.schema``: which letters an item offers) and the format-free ranking
-(``doit.data.abilities``: which option texts compete with the gold's) both read it.
+Validation (``doit.data.schema``: which letters an item offers), the format-free ranking and
+the text formulation (``doit.data.abilities``: which option texts compete with the gold's, and
+the question without them) all read it.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ def _folded(text: str) -> tuple[str, list[int]]:
     return "".join(chars), where
 
 
-def option_marks(question: str) -> list[tuple[str, str]]:
-    """(letter, text) of every option marked in ``question``, in order; texts are stripped,
-    as written in the question (not folded), and may be empty."""
+def _spans(question: str) -> list[tuple[str, int, int, int]]:
+    """(letter, mark start, text start, text end) of every option marked in ``question``, as
+    indices into ``question`` (not folded)."""
     folded, where = _folded(question)
     marks = list(_MARK.finditer(folded))
     out = []
@@ -38,10 +39,33 @@ def option_marks(question: str) -> list[tuple[str, str]]:
         end = len(folded) if end < 0 else end
         if after is not None and after.start() < end:
             end = after.start()
+        at = where[m.start(1)]
         start = where[m.end()] if m.end() < len(where) else len(question)
         stop = where[end] if end < len(where) else len(question)
-        out.append((m.group(1), question[start:stop].strip()))
+        out.append((m.group(1), at, start, stop))
     return out
+
+
+def option_marks(question: str) -> list[tuple[str, str]]:
+    """(letter, text) of every option marked in ``question``, in order; texts are stripped,
+    as written in the question (not folded), and may be empty."""
+    return [(letter, question[start:stop].strip()) for letter, _, start, stop in _spans(question)]
+
+
+def without_options(question: str) -> str:
+    """``question`` with every option (its mark and its text) taken out, and the lines that
+    held only options dropped: ``题目\nA. 甲\nB. 乙 C. 丙`` -> ``题目``. The text formulation
+    of multiple choice (``doit.data.abilities.formulate``) asks this."""
+    spans = _spans(question)
+    if not spans:
+        return question.strip()
+    kept, last = [], 0
+    for _, at, _, stop in spans:
+        kept.append(question[last:at])
+        last = stop
+    kept.append(question[last:])
+    lines = "".join(kept).split("\n")
+    return "\n".join(line.rstrip() for line in lines if line.strip()).strip()
 
 
 def option_letters(question: str) -> list[str]:

@@ -2,9 +2,9 @@
 
     python -m doit.eval predict --model DIR [--adapter DIR] --data DOIT_DIR --split test \\
         [--abilities a,b] [--ood] [--chat-format doit|native] [--max-new-tokens kind=N] \\
-        --out PRED.jsonl
+        [--formulation letter|text] --out PRED.jsonl
     python -m doit.eval score PRED.jsonl --data DOIT_DIR --split test --out SCORES.json \\
-        [--math paper|verify] [--ties correct|wrong] [--allow-missing]
+        [--math paper|verify] [--ties correct|wrong] [--norm token|char|pmi] [--allow-missing]
     python -m doit.eval bench --model DIR [--adapter DIR] --tasks cmmlu,agieval,ceval \\
         --data-dir BENCH_DIR --shots 0,5 --out BENCH.json
 """
@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from doit.data.abilities import FORMULATIONS
 from doit.data.schema import DataError
+from doit.eval.kinds import DEFAULT_NORM, NORMS
 from doit.flags import ArgumentParser
 from doit.io import write_json
 
@@ -33,9 +35,9 @@ def cmd_predict(a) -> int:
     from doit.eval.evaluate import Model, load_split_items, predict_split
     from doit.eval.predict import rules_path
 
-    items = load_split_items(a.data, a.split, a.abilities, a.ood)
+    items = load_split_items(a.data, a.split, a.abilities, a.ood, a.formulation)
     model = Model(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
-    rules = predict_split(model, items, a.out, a.max_new_tokens, a.batch_size)
+    rules = predict_split(model, items, a.out, a.max_new_tokens, a.batch_size, a.formulation)
     print(f"{a.out}: {len(items)} predictions; rules in {rules_path(a.out)}")
     for kind, n in rules["n_hit_budget"].items():
         if n:
@@ -49,11 +51,13 @@ def cmd_predict(a) -> int:
 
 
 def cmd_score(a) -> int:
+    from doit.data.abilities import formulate
     from doit.data.load import load_items
-    from doit.eval.score import score_file
+    from doit.eval.score import formulation_of, score_file
 
-    items = load_items(a.data, a.split)
-    result = score_file(items, a.predictions, a.math, a.ties, a.allow_missing)
+    formulation = formulation_of(a.predictions)  # the items as the predictions saw them
+    items = [formulate(it, formulation) for it in load_items(a.data, a.split)]
+    result = score_file(items, a.predictions, a.math, a.ties, a.allow_missing, a.norm)
     write_json(a.out, result)
     for key, entry in result["abilities"].items():
         score = "   n/a" if entry["score"] is None else f"{entry['score']:6.1f}"
@@ -118,6 +122,15 @@ def build_parser() -> ArgumentParser:
         default=0,
         help="fine-tuning's seed: initialises speaker-token rows added to an untuned base",
     )
+    pr.add_argument(
+        "--formulation",
+        choices=FORMULATIONS,
+        default="letter",
+        help="letter: the items as stored (the study's); text: multiple-choice items without "
+        "their option lines, answered by the gold option's text and scored by ranking every "
+        "option's text (true/false: the two labels; multi-select: the sets of the gold's size). "
+        "Recorded in PRED.rules.json, which score reads",
+    )
     pr.set_defaults(func=cmd_predict)
     sc = sub.add_parser("score", help="score PRED.jsonl; write SCORES.json (no model needed)")
     sc.add_argument("predictions")
@@ -126,6 +139,12 @@ def build_parser() -> ArgumentParser:
     sc.add_argument("--out", required=True)
     sc.add_argument("--math", choices=["paper", "verify"], default="paper")
     sc.add_argument("--ties", choices=["correct", "wrong"], default="correct")
+    sc.add_argument(
+        "--norm",
+        choices=list(NORMS),
+        help=f"how the text formulation ranks its texts (default: the one PRED.rules.json "
+        f"records, {DEFAULT_NORM} since #21): " + "; ".join(f"{k}: {v}" for k, v in NORMS.items()),
+    )
     sc.add_argument(
         "--allow-missing",
         action="store_true",

@@ -44,19 +44,25 @@ class Model:
         return self._loaded
 
 
-def output_paths(folder: str | Path, split: str) -> tuple[Path, Path]:
-    """(``<split>.pred.jsonl``, ``<split>.scores.json``) in ``folder``; the rules file lies
-    beside the predictions (``doit.eval.predict.rules_path``)."""
-    return Path(folder) / f"{split}.pred.jsonl", Path(folder) / f"{split}.scores.json"
+def output_paths(folder: str | Path, split: str, formulation: str = "letter") -> tuple[Path, Path]:
+    """(``<split>.pred.jsonl``, ``<split>.scores.json``) in ``folder``, ``<split>.text.pred.jsonl``
+    ... for another formulation than letter; the rules file lies beside the predictions
+    (``doit.eval.predict.rules_path``)."""
+    stem = split if formulation == "letter" else f"{split}.{formulation}"
+    return Path(folder) / f"{stem}.pred.jsonl", Path(folder) / f"{stem}.scores.json"
 
 
-def load_split_items(data_dir, split: str, abilities=None, ood: bool = True) -> list[dict]:
+def load_split_items(
+    data_dir, split: str, abilities=None, ood: bool = True, formulation: str = "letter"
+) -> list[dict]:
     """The items to evaluate: ``abilities`` (keys, or a comma-separated string; default all)
-    of ``split``; ``ood`` adds the C-Eval sets to whatever ``abilities`` names, and a C-Eval
-    set named in ``abilities`` is loaded without it."""
+    of ``split``, rendered in ``formulation`` (``doit.data.abilities.formulate``); ``ood``
+    adds the C-Eval sets to whatever ``abilities`` names, and a C-Eval set named in
+    ``abilities`` is loaded without it."""
     from doit.data import abilities as ab
     from doit.data.load import load_items
 
+    ab.check_formulation(formulation)
     named = list(ab.parse_keys(abilities))
     keys = named + [k for k in ab.OOD_KEYS if k not in named] if named and ood else named
     ood = ood or any(k in ab.OOD_KEYS for k in keys)
@@ -70,20 +76,26 @@ def load_split_items(data_dir, split: str, abilities=None, ood: bool = True) -> 
     if lacking:
         log.warning("%s: the %s split has no items for %s (scored without them)", data_dir,
                     split, ", ".join(lacking))  # fmt: skip
-    return items
+    return [ab.formulate(it, formulation) for it in items]
 
 
 def predict_split(
-    model: Model, items: list[dict], predictions, budgets=None, batch_size: int = 16
+    model: Model,
+    items: list[dict],
+    predictions,
+    budgets=None,
+    batch_size: int = 16,
+    formulation: str = "letter",
 ) -> dict:
-    """Predict ``items`` into ``predictions`` (and its rules file beside it); the rules.
-    Budgets are checked before the model loads."""
+    """Predict ``items`` (rendered in ``formulation``) into ``predictions`` (and its rules file
+    beside it, which records the formulation); the rules. Budgets are checked before the model
+    loads."""
     from doit.eval import predict
 
     limits = predict.budgets(budgets)
     loaded, tokenizer = model.load()
     return predict.predict_to(
-        predictions, loaded, tokenizer, items, batch_size, limits, model.chat_format
+        predictions, loaded, tokenizer, items, batch_size, limits, model.chat_format, formulation
     )
 
 
@@ -102,22 +114,25 @@ def evaluate(
     math: str = "paper",
     ties: str = "correct",
     allow_missing: bool = False,
+    formulation: str = "letter",
+    norm: str | None = None,
 ) -> dict[str, Any]:
     """Predict and score ``split`` of ``data_dir`` with ``model`` (a directory, or a ``Model``
-    to share one load); returns SCORES.json's content. Files go to ``predictions`` and
-    ``scores``, by default ``<split>.pred.jsonl`` and ``<split>.scores.json`` in ``folder``.
-    ``budgets``: max_new_tokens per generated kind (default: each kind's)."""
+    to share one load), its items rendered in ``formulation``; returns SCORES.json's content.
+    Files go to ``predictions`` and ``scores``, by default ``output_paths(folder, split,
+    formulation)``. ``budgets``: max_new_tokens per generated kind (default: each kind's);
+    ``norm``: the text formulation's ranking (default ``doit.eval.kinds.DEFAULT_NORM``)."""
     from doit.eval.score import score_file
 
     if folder is None and (predictions is None or scores is None):
         raise ValueError("evaluate: give a folder, or both the predictions and scores paths")
-    default_pred, default_scores = output_paths(folder or ".", split)
+    default_pred, default_scores = output_paths(folder or ".", split, formulation)
     predictions, scores = Path(predictions or default_pred), Path(scores or default_scores)
     model = model if isinstance(model, Model) else Model(str(model))
     started = time.perf_counter()
-    items = load_split_items(data_dir, split, abilities, ood)
-    predict_split(model, items, predictions, budgets, batch_size)
-    result = score_file(items, predictions, math, ties, allow_missing)
+    items = load_split_items(data_dir, split, abilities, ood, formulation)
+    predict_split(model, items, predictions, budgets, batch_size, formulation)
+    result = score_file(items, predictions, math, ties, allow_missing, norm)
     result["eval_s"] = round(time.perf_counter() - started, 3)
     result["n_no_output"] = no_output(predictions, result["items"])
     write_json(scores, result)
@@ -125,7 +140,8 @@ def evaluate(
 
 
 def no_output(predictions, rows: list[dict]) -> dict[str, int]:
-    """Per ability, items whose prediction is an error (a prompt longer than the context)."""
+    """Per ability, items whose prediction is an error (a prompt, or a prompt and a ranked
+    text, longer than the context)."""
     failed = {(p["type"], p["idx"]) for _, p in read_jsonl(predictions) if p.get("error")}
     out: dict[str, int] = {}
     for r in rows:

@@ -18,6 +18,14 @@ from doit.eval.math_equiv import equal_paper, equal_verify
 
 MATH_RULES = ("paper", "verify")
 TIE_RULES = ("correct", "wrong")
+# How the text formulation's ranked texts are compared (predict stores what each needs):
+NORMS = {
+    "token": "summed log-probability / tokens (the mean per token, as the study ranks open items)",
+    "char": "summed log-probability / characters of the text (OLMES's and lm-eval's acc_norm)",
+    "pmi": "summed log-probability - the same span's log-probability after an empty question "
+    "(pointwise mutual information: lm-eval's acc_mutual_info, OLMES's acc_uncond)",
+}
+DEFAULT_NORM = "char"  # chosen on valid (studies/micro_study/README.md, "Normalisation")
 MC_FALLBACK = (
     "the item's own option letter with the highest summed log-probability of its tokens at the "
     "first answer position (predict's letter_logits)"
@@ -26,14 +34,16 @@ MC_FALLBACK = (
 
 @dataclass(frozen=True)
 class Rules:
-    """The scoring rules a caller chooses (``score --math``, ``--ties``)."""
+    """The scoring rules a caller chooses (``score --math``, ``--ties``, ``--norm``)."""
 
     math: str = "paper"  # paper: MATH-style string normalisation (the study's); verify: math-verify
     ties: str = "correct"  # a ranked gold tied with its best alternative: correct (the study's)
+    norm: str = DEFAULT_NORM  # the text formulation's ranking: token | char | pmi (NORMS)
 
     def __post_init__(self):
-        if self.math not in MATH_RULES or self.ties not in TIE_RULES:
-            raise ValueError(f"math must be one of {MATH_RULES} and ties one of {TIE_RULES}")
+        if self.math not in MATH_RULES or self.ties not in TIE_RULES or self.norm not in NORMS:
+            raise ValueError(f"math must be one of {MATH_RULES}, ties one of {TIE_RULES} and "
+                             f"norm one of {tuple(NORMS)}")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,45 @@ def _ranked_rule(rules: Rules) -> str:
     )
 
 
+RANKED_FIELDS = ("choice_logprob", "choice_tokens", "choice_chars", "choice_uncond")
+
+
+def _text_extract(item: dict, pred: dict) -> dict[str, list[float]] | None:
+    """The ranked texts' summed log-probabilities, token and character counts and unconditional
+    log-probabilities (gold first), or None when they are not all there for every text."""
+    n = len(item["choices"])
+    got = {f: pred.get(f) for f in RANKED_FIELDS}
+    return got if all(isinstance(v, list) and len(v) == n for v in got.values()) else None
+
+
+def normalised(fields: dict[str, list[float]], norm: str) -> list[float]:
+    """Each ranked text's score under ``norm`` (higher ranks first)."""
+    lp, tokens, chars, uncond = (fields[f] for f in RANKED_FIELDS)
+    if norm == "token":
+        return [x / max(n, 1) for x, n in zip(lp, tokens)]
+    if norm == "char":
+        return [x / max(n, 1) for x, n in zip(lp, chars)]
+    return [x - u for x, u in zip(lp, uncond)]
+
+
+def _text_judge(item: dict, fields: dict | None, rules: Rules) -> dict:
+    """Right when the gold's normalised score is above every other text's (ties: ``rules.ties``);
+    ``extracted`` is the index of the best text."""
+    if fields is None:
+        return {"correct": False, "extracted": None, "via": "missing ranked scores"}
+    scores = normalised(fields, rules.norm)
+    gold, best_other = scores[0], max(scores[1:])
+    correct = gold >= best_other if rules.ties == "correct" else gold > best_other
+    return {"correct": bool(correct), "extracted": scores.index(max(scores))}
+
+
+def _text_rule(rules: Rules) -> dict[str, str]:
+    tie = ">=" if rules.ties == "correct" else ">"
+    return {"text": f"score(gold) {tie} max(other texts), score = {NORMS[rules.norm]}"}
+
+
+TEXT_KIND = KindEval(extract=_text_extract, judge=_text_judge, describe=_text_rule)
+
 KIND_EVAL: dict[str, KindEval] = {
     ab.MC: KindEval(
         extract=_mc_extract,
@@ -134,6 +183,9 @@ KIND_EVAL: dict[str, KindEval] = {
         judge=_ranked_judge,
         describe=lambda rules: {"open": _ranked_rule(rules)},
     ),
+    ab.MC_TEXT: TEXT_KIND,
+    ab.TF_TEXT: TEXT_KIND,
+    ab.MULTISELECT_TEXT: TEXT_KIND,
 }
 
 

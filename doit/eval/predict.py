@@ -9,21 +9,30 @@ One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
      "letter_logits": {letter: summed log-probability of the letter's tokens at the first
                        answer position} (kinds with letter scores: mc; the key keeps its
                        old name),
-     "choice_ppl": perplexity of each of the kind's ranked texts, gold first (ranked kinds:
-                   open, [ppl(gold), ppl(fine), ppl(coarse)]),
-     "error": why the item got no output (a prompt that does not fit the context)}
+     ranked kinds (open, and the text formulation's mc_text, tf_text, multiselect_text), one
+     entry per ranked text, gold first (an open item's [gold, fine, coarse]):
+     "choice_ppl": perplexity of the text's span (its tokens and the end of turn),
+     "choice_logprob": the span's summed log-probability after the prompt,
+     "choice_tokens": the span's tokens, "choice_chars": the text's characters,
+     "choice_uncond": the span's summed log-probability after an empty question
+                      (``<user><eot><assistant>`` in the doit format: PMI's denominator),
+     "error": why the item got no output (a prompt, or a prompt and a ranked text, longer than
+              the context: nothing is ever cut)}
 
-and ``PRED.rules.json`` beside it: ``prediction_rules`` (chat format, context, each kind's
-budget, how many items hit it or did not fit, stop tokens, letter scoring).
+and ``PRED.rules.json`` beside it: ``prediction_rules`` (the formulation the items were
+rendered in, the normalisation the text formulation's ranking is scored with (``norm``, the
+one chosen on the micro study's valid split: ``doit.eval.kinds.DEFAULT_NORM``), chat format, context, each kind's budget, how many items hit it or did not fit,
+stop tokens, letter scoring, what the ranked fields hold).
 
 Every prompt is rendered by the tokenizer's chat template (``doit.models.chat``); an untuned
 base gets the template its fine-tuned cells train with (``doit.models.load_for_inference(chat_format=...)``).
 What an item gets follows its answer kind (``doit.data.abilities.KINDS``): a generated kind
 is decoded greedily and batched (left padding, KV cache, items sorted by prompt length),
 with the kind's budget (the study's 1,024 new tokens) unless overridden, clamped to what the
-context leaves after the prompt (the prompt is never cut); a ranked kind's texts (an
-open-ended item's three choices) are scored by perplexity, several items' in one forward
-pass. Which keys a line carries per kind is ``doit.eval.kinds``' to read back.
+context leaves after the prompt (the prompt is never cut); a ranked kind's texts are scored
+(summed log-probabilities, conditional and unconditional) in length-sorted batches; an item
+whose prompt and text do not fit the context whole gets an ``error`` and no scores. Which keys
+a line carries per kind is ``doit.eval.kinds``' to read back.
 """
 
 from __future__ import annotations
@@ -37,13 +46,23 @@ import torch
 
 from doit.data import abilities as ab
 from doit.data.options import OPTION_LETTERS
-from doit.eval.kinds import behaviour
+from doit.eval.kinds import DEFAULT_NORM, behaviour
 from doit.models.chat import speaker_template
 
 LETTER_SCORING = (
     "sum of the log-probabilities of the letter's whole token sequence (as the template "
     "renders it right after the assistant marker) at the first answer position"
 )
+RANKED_SCORING = (
+    "per ranked text (gold first): the summed log-probability of its span (the text and the end "
+    "of turn, as the template renders the assistant's turn) after the prompt (choice_logprob) "
+    "and after an empty question (choice_uncond), the span's tokens (choice_tokens), the text's "
+    "characters (choice_chars) and the span's perplexity (choice_ppl); the prompt is never cut"
+)
+RANK_BATCH = 4  # ranked sequences a forward pass, per item of the generation batch: one turn each
+EMPTY_QUESTION = {
+    "messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
+}
 
 
 def budgets(overrides: dict[str, int] | None = None) -> dict[str, int]:
@@ -178,12 +197,12 @@ def span_logprobs(model, sequences: list[tuple[list[int], int]], pad_id: int) ->
     mask = torch.tensor(
         [[1] * len(s) + [0] * (width - len(s)) for s, _ in sequences], device=model.device
     )
-    logits = model(input_ids=ids, attention_mask=mask).logits.float()
-    logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
-    return [
-        logprobs[row, start - 1 : len(seq) - 1].sum().item()
-        for row, (seq, start) in enumerate(sequences)
-    ]
+    logits = model(input_ids=ids, attention_mask=mask).logits
+    out = []
+    for row, (seq, start) in enumerate(sequences):  # the span's positions only
+        span = torch.log_softmax(logits[row, start - 1 : len(seq) - 1].float(), dim=-1)
+        out.append(span.gather(-1, ids[row, start : len(seq), None]).sum().item())
+    return out
 
 
 def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
@@ -194,21 +213,44 @@ def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> 
 
 def choice_sequences(
     tokenizer, item: dict, limit: int, texts: list[str] | None = None
-) -> list[tuple[list[int], int]]:
-    """Token ids of instruction + each text (default: the item's choices) as the assistant's
-    turn (with <eot>), truncated from the left to ``limit``."""
+) -> list[tuple[list[int], int]] | None:
+    """(token ids of instruction + text as the assistant's turn, with <eot>; where the text
+    starts) for each text (default: the item's choices); None when one is longer than
+    ``limit``: a prompt is never cut."""
     prompt = prompt_text(tokenizer, item)
     base = encode(tokenizer, prompt)
+    texts = item["choices"] if texts is None else texts
+    fulls = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in _turns(tokenizer, item,
+                                                                                   texts)]  # fmt: skip
     seqs = []
-    for choice in item["choices"] if texts is None else texts:
-        full = tokenizer.apply_chat_template(
-            item["messages"][:-1] + [{"role": "assistant", "content": choice}], tokenize=False
-        )
-        ids = encode(tokenizer, full)
+    for ids in fulls:
+        if len(ids) > limit:
+            return None
         start = len(base) if ids[: len(base)] == base else len(encode(tokenizer, prompt.rstrip()))
-        cut = max(0, len(ids) - limit)
-        seqs.append((ids[cut:], max(1, start - cut)))
+        seqs.append((ids, max(1, start)))
     return seqs
+
+
+_SLOT = "\x00doit-answer\x00"
+
+
+def _turns(tokenizer, item: dict, texts: list[str]) -> list[str]:
+    """The chat template's rendering of the item's turns with each text as the assistant's
+    reply: rendered once around a placeholder and filled in, unless the template changes the
+    reply (then rendered per text)."""
+
+    def render(reply: str) -> str:
+        return tokenizer.apply_chat_template(
+            item["messages"][:-1] + [{"role": "assistant", "content": reply}], tokenize=False
+        )
+
+    frame = render(_SLOT)
+    if frame.count(_SLOT) == 1 and texts:
+        head, tail = frame.split(_SLOT)
+        filled = [head + t + tail for t in texts]
+        if filled[0] == render(texts[0]):
+            return filled
+    return [render(t) for t in texts]
 
 
 def predict_items(
@@ -270,38 +312,50 @@ def _generate(model, tokenizer, rows: list[tuple], batch_size: int, limits: dict
 
 
 def _rank(model, tokenizer, items: list[dict], batch_size: int, context: int) -> dict:
-    """Records of the ranked items: the perplexity of each of their kind's texts (gold first),
-    as many items per forward pass as fit ``batch_size`` sequences (at least one)."""
-    ranked = [
-        (it, choice_sequences(tokenizer, it, context, kind.ranked(it)))
-        for it in items
-        if (kind := ab.kind(it["answer_kind"])).ranked is not None
-    ]
-    ranked.sort(key=lambda r: (sum(len(s) for s, _ in r[1]), r[0]["type"], r[0]["idx"]))
-    out = {}
-    for chunk in _packed(ranked, batch_size):
-        ppl = iter(
-            sequence_ppl(model, [s for _, seqs in chunk for s in seqs], tokenizer.pad_token_id)
-        )
-        for it, seqs in chunk:
-            out[(it["type"], it["idx"])] = {
-                **_record(it, ""),
-                "choice_ppl": [next(ppl) for _ in seqs],
-            }
+    """Records of the ranked items: each of their kind's texts (gold first) scored after the
+    prompt and after an empty question (once per distinct text), ``RANK_BATCH x batch_size``
+    sequences a forward pass, sorted by length; an item that does not fit the context whole
+    gets an error."""
+    out, rows, uncond = {}, [], {}
+    for it in items:
+        kind = ab.kind(it["answer_kind"])
+        if kind.ranked is None:
+            continue
+        texts = kind.ranked(it)
+        seqs = choice_sequences(tokenizer, it, context, texts)
+        if seqs is None:
+            out[(it["type"], it["idx"])] = {**_record(it, ""), "error": "prompt and a ranked text "
+                                            f"longer than the context of {context}"}  # fmt: skip
+            continue
+        for text in texts:  # the empty question is shorter than any prompt: it fits
+            if text not in uncond:
+                uncond[text] = choice_sequences(tokenizer, EMPTY_QUESTION, context, [text])[0]
+        rows.append((it, texts, seqs))
+    jobs = [seq for *_, seqs in rows for seq in seqs] + list(uncond.values())
+    sums = iter(_span_sums(model, jobs, RANK_BATCH * batch_size, tokenizer.pad_token_id))
+    scored = [[next(sums) for _ in seqs] for *_, seqs in rows]
+    empty = dict(zip(uncond, sums))
+    for (it, texts, seqs), lp in zip(rows, scored):
+        tokens = [len(ids) - start for ids, start in seqs]
+        out[(it["type"], it["idx"])] = {
+            **_record(it, ""),
+            "choice_ppl": [math.exp(-x / t) for x, t in zip(lp, tokens)],
+            "choice_logprob": lp,
+            "choice_tokens": tokens,
+            "choice_chars": [len(t) for t in texts],
+            "choice_uncond": [empty[t] for t in texts],
+        }
     return out
 
 
-def _packed(rows: list[tuple[dict, list]], size: int) -> Iterator[list]:
-    """Consecutive groups of ``rows`` holding at most ``size`` sequences (a row alone if larger)."""
-    chunk, n = [], 0
-    for row in rows:
-        if chunk and n + len(row[1]) > size:
-            yield chunk
-            chunk, n = [], 0
-        chunk.append(row)
-        n += len(row[1])
-    if chunk:
-        yield chunk
+def _span_sums(model, seqs: list[tuple[list[int], int]], batch_size: int, pad_id: int) -> list:
+    """``span_logprobs`` of every sequence, in order, batched by length (less padding)."""
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i][0]))
+    sums = [0.0] * len(seqs)
+    for chunk in batches(order, batch_size):
+        for i, value in zip(chunk, span_logprobs(model, [seqs[i] for i in chunk], pad_id)):
+            sums[i] = value
+    return sums
 
 
 def _record(item: dict, text: str) -> dict[str, Any]:
@@ -315,40 +369,49 @@ def _record(item: dict, text: str) -> dict[str, Any]:
 
 
 def prediction_rules(
-    preds: list[dict], model, tokenizer, max_new_tokens: dict[str, int] | None, chat_format: str
+    preds: list[dict],
+    model,
+    tokenizer,
+    max_new_tokens: dict[str, int] | None,
+    chat_format: str,
+    formulation: str = ab.LETTER,
 ) -> dict[str, Any]:
     """What ``PRED.rules.json`` records about how ``preds`` were produced."""
 
-    def count(test) -> dict[str, int]:
-        return {
-            k: sum(1 for p in preds if p["answer_kind"] == k and test(p))
-            for k in ab.GENERATED_KINDS
-        }
+    def count(test, kinds=ab.GENERATED_KINDS) -> dict[str, int]:
+        return {k: sum(1 for p in preds if p["answer_kind"] == k and test(p)) for k in kinds}
 
+    ranked = [k.name for k in ab.KINDS if not k.generated and any(p["answer_kind"] == k.name
+                                                                  for p in preds)]  # fmt: skip
     return {
+        "formulation": formulation,
+        "norm": DEFAULT_NORM,  # how score ranks the text formulation's texts unless told otherwise
         "chat_format": chat_format,
         "context": max_length(model, tokenizer),
         "decoding": "greedy",
         "max_new_tokens": budgets(max_new_tokens),
-        "n_items": count(lambda p: True),
+        "n_items": count(lambda p: True, (*ab.GENERATED_KINDS, *ranked)),
         "n_hit_budget": count(lambda p: p.get("hit_budget")),
-        "n_prompt_too_long": count(lambda p: "error" in p),
+        "n_prompt_too_long": count(lambda p: "error" in p, (*ab.GENERATED_KINDS, *ranked)),
         "stop_tokens": tokenizer.convert_ids_to_tokens(stop_token_ids(tokenizer)),
         "letter_scoring": LETTER_SCORING,
         "letter_tokens": {
             x: tokenizer.convert_ids_to_tokens(s) for x, s in letter_sequences(tokenizer).items()
         },
+        "ranked_scoring": RANKED_SCORING,
+        "empty_question": prompt_text(tokenizer, EMPTY_QUESTION),
     }
 
 
-def predict_to(out, model, tokenizer, items, batch_size, budgets_, chat_format=None) -> dict:
-    """Predict ``items`` into ``out`` (PRED.jsonl) and its rules file; returns the rules."""
+def predict_to(out, model, tokenizer, items, batch_size, budgets_, chat_format=None,
+               formulation: str = ab.LETTER) -> dict:  # fmt: skip
+    """Predict ``items`` (rendered in ``formulation``) into ``out`` (PRED.jsonl) and its rules
+    file; returns the rules."""
     from doit.io import write_json, write_jsonl
 
     preds = predict_items(model, tokenizer, items, batch_size, budgets_)
-    rules = prediction_rules(
-        preds, model, tokenizer, budgets_, chat_format or chat_format_of(tokenizer)
-    )
+    rules = prediction_rules(preds, model, tokenizer, budgets_,
+                             chat_format or chat_format_of(tokenizer), formulation)  # fmt: skip
     write_jsonl(out, preds)
     write_json(rules_path(out), rules)
     return rules

@@ -9,9 +9,10 @@ the analysis all call ``score_predictions``. Output schema (``SCORES.json``)::
                          }},
      "macro_in_domain": mean of the 10 abilities (null if any is missing or null),
      "overall": mean of the 10 + 3 C-Eval sets, the study's definition (null likewise),
-     "rules": {"math": "paper"|"verify", "ties": "correct"|"wrong", "mc_fallback": ...,
-               "open": ..., "missing": "null"|"wrong",
-               "predict": PRED.rules.json's content, or null without one},
+     "rules": {"math": "paper"|"verify", "ties": "correct"|"wrong",
+               "norm": "token"|"char"|"pmi" (the text formulation's ranking), "mc_fallback": ...,
+               "open": ..., "text": ..., "missing": "null"|"wrong",
+               "predict": PRED.rules.json's content (its "formulation" among it), or null},
      "items": [{"type", "idx", "ability", "answer_kind", "gold", "extracted", "correct", ...}],
      # written by doit.eval.evaluate only:
      "eval_s": seconds from loading to scored, "n_no_output": {ability: items whose
@@ -20,7 +21,12 @@ the analysis all call ``score_predictions``. Output schema (``SCORES.json``)::
 An item row's fields after ``gold`` are its answer kind's judge's (``doit.eval.kinds``):
 ``extracted`` and ``correct`` always; mc adds ``via`` (output | logits), math
 ``correct_paper`` and ``correct_verify``; a ranked kind's ``extracted`` is the index of its
-lowest-perplexity text. A missing item's row has ``"missing": true``.
+best text (open: lowest perplexity; the text formulation's kinds: highest score under
+``norm``). A missing item's row has ``"missing": true``.
+
+Items are scored in the formulation their predictions were made in (``PRED.rules.json``'s
+``formulation``, letter when absent: ``formulation_of``); a prediction whose ``answer_kind``
+is not its item's (an mc line for an mc_text item) is an error naming its line.
 
 An ability is listed once it has a prediction. ``n_items`` counts its items in the split,
 ``n_missing`` those without a prediction; any missing item makes its score null unless
@@ -38,7 +44,9 @@ from doit.eval import kinds
 from doit.io import read_json, read_jsonl
 
 
-def score_item(item: dict, pred: dict, math: str = "paper", ties: str = "correct") -> dict:
+def score_item(
+    item: dict, pred: dict, math: str = "paper", ties: str = "correct", norm: str | None = None
+) -> dict:
     """Per-item verdict: ``correct`` plus what was extracted (math: both rules), as the item's
     answer kind extracts and judges (``doit.eval.kinds``)."""
     return {
@@ -47,8 +55,12 @@ def score_item(item: dict, pred: dict, math: str = "paper", ties: str = "correct
         "ability": item["ability"],
         "answer_kind": item["answer_kind"],
         "gold": item["gold"],
-        **kinds.judge(item, pred, kinds.Rules(math, ties)),
+        **kinds.judge(item, pred, _rules(math, ties, norm)),
     }
+
+
+def _rules(math: str, ties: str, norm: str | None) -> kinds.Rules:
+    return kinds.Rules(math, ties, norm or kinds.DEFAULT_NORM)
 
 
 def missing_row(item: dict) -> dict:
@@ -100,13 +112,18 @@ def _mean_if_complete(abilities: dict, keys: tuple[str, ...]) -> float | None:
 def match_predictions(items: list[dict], preds: list, source: str) -> dict:
     """{(type, idx): (line, prediction)}; an unknown or repeated key is a located error.
     ``preds``: prediction dicts, or (line, prediction) pairs as `read_predictions` gives."""
-    by_key = {(it["type"], it["idx"]) for it in items}
+    by_key = {(it["type"], it["idx"]): it["answer_kind"] for it in items}
     found: dict = {}
     for n, entry in enumerate(preds, start=1):
         line, pred = entry if isinstance(entry, tuple) else (n, entry)
         key = (ab.item_type(pred.get("type", "")), pred.get("idx"))
         if key not in by_key:
             raise ValueError(f"{source}:{line}: type/idx: {key} matches no item of the data split")
+        kind = pred.get("answer_kind")
+        if kind is not None and kind != by_key[key]:
+            raise ValueError(f"{source}:{line}: answer_kind: {kind!r}, but the item is "
+                             f"{by_key[key]!r} (predicted in another formulation than the items "
+                             "are rendered in: PRED.rules.json's formulation)")  # fmt: skip
         if key in found:
             raise ValueError(
                 f"{source}:{line}: type/idx: {key} repeats line {found[key][0]} "
@@ -123,8 +140,9 @@ def score_predictions(
     ties: str = "correct",
     source: str = "<predictions>",
     allow_missing: bool = False,
+    norm: str | None = None,
 ) -> dict:
-    rules = kinds.Rules(math, ties)  # refuses unknown rules before anything is read
+    rules = _rules(math, ties, norm)  # refuses unknown rules before anything is read
     found = match_predictions(items, preds, source)
     predicted = {it["ability"] for it in items if (it["type"], it["idx"]) in found}
     rows = []
@@ -132,7 +150,7 @@ def score_predictions(
         if it["ability"] not in predicted:
             continue
         hit = found.get((it["type"], it["idx"]))
-        rows.append(missing_row(it) if hit is None else score_item(it, hit[1], math, ties))
+        rows.append(missing_row(it) if hit is None else score_item(it, hit[1], math, ties, norm))
     abilities = {}
     for a in ab.ALL:
         if a.key in predicted:
@@ -146,6 +164,7 @@ def score_predictions(
         "rules": {
             "math": math,
             "ties": ties,
+            "norm": rules.norm,
             **kinds.rule_notes(rules),
             "missing": "wrong" if allow_missing else "null",
         },
@@ -153,16 +172,34 @@ def score_predictions(
     }
 
 
-def score_file(items: list[dict], predictions, math="paper", ties="correct", allow_missing=False):
-    """``score_predictions`` of a PRED.jsonl, with its PRED.rules.json under ``rules.predict``."""
+def score_file(items: list[dict], predictions, math="paper", ties="correct", allow_missing=False,
+               norm: str | None = None):  # fmt: skip
+    """``score_predictions`` of a PRED.jsonl, with its PRED.rules.json under ``rules.predict``.
+    ``items`` must be rendered in the predictions' formulation (``formulation_of``); ``norm``
+    (None: the one PRED.rules.json records, else ``kinds.DEFAULT_NORM``) ranks their texts."""
 
     from doit.eval.predict import rules_path
 
+    path = rules_path(predictions)  # budgets, n_hit_budget, stop tokens, letters, norm
+    recorded = read_json(path) if path.is_file() else None
+    norm = norm or (recorded or {}).get("norm")
     result = score_predictions(items, read_predictions(predictions), math, ties,
-                               str(predictions), allow_missing=allow_missing)  # fmt: skip
-    rules = rules_path(predictions)  # budgets, n_hit_budget, stop tokens, letters
-    result["rules"]["predict"] = read_json(rules) if rules.is_file() else None
+                               str(predictions), allow_missing=allow_missing, norm=norm)  # fmt: skip
+    result["rules"]["predict"] = recorded
     return result
+
+
+def formulation_of(predictions) -> str:
+    """The formulation a PRED.jsonl's items were rendered in: its PRED.rules.json's
+    ``formulation`` (letter when the file or the key is absent: written before formulations)."""
+    from doit.eval.predict import rules_path
+
+    rules = rules_path(predictions)
+    found = (read_json(rules) if rules.is_file() else {}).get("formulation", ab.LETTER)
+    try:
+        return ab.check_formulation(found)
+    except ValueError as e:
+        raise ValueError(f"{rules}: {e}") from None
 
 
 def read_predictions(path) -> list[tuple[int, dict]]:
@@ -181,6 +218,10 @@ def _number(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _numbers(v) -> bool:
+    return isinstance(v, list) and bool(v) and all(_number(x) for x in v)
+
+
 # The predictions contract (doit.eval.predict's docstring): each field's check and what it says.
 PREDICTION_FIELDS = {
     "type": (lambda v: isinstance(v, str), "a string"),
@@ -192,8 +233,11 @@ PREDICTION_FIELDS = {
     "hit_budget": (lambda v: isinstance(v, bool), "true or false"),
     "letter_logits": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and _number(x)
                       for k, x in v.items()), "a mapping of option letters to numbers"),
-    "choice_ppl": (lambda v: isinstance(v, list) and v and all(_number(x) for x in v),
-                   "a non-empty list of numbers"),
+    "choice_ppl": (_numbers, "a non-empty list of numbers"),
+    "choice_logprob": (_numbers, "a non-empty list of numbers"),
+    "choice_tokens": (_numbers, "a non-empty list of numbers"),
+    "choice_chars": (_numbers, "a non-empty list of numbers"),
+    "choice_uncond": (_numbers, "a non-empty list of numbers"),
     "error": (lambda v: isinstance(v, str), "a string"),
 }  # fmt: skip
 REQUIRED_FIELDS = ("type", "idx")

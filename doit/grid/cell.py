@@ -177,12 +177,14 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
     else:
         targets, kw = evaluate.checkpoints_to_score(folder / "run", grid.eval_epochs), {}
     rows, items = [], []
+    formulations = evaluate.formulations_to_score(cell.formulation, grid)
     for epoch, step, model_dir in targets:
-        where = folder / "eval" / f"e{epoch:g}-s{step}"
-        scored = evaluate.score_model(model_dir, where, doit_dir, grid, **kw)
+        where = evaluate.checkpoint_folder(folder, epoch, step)
+        scored = evaluate.score_model(model_dir, where, doit_dir, grid, **kw,
+                                      formulations=formulations)  # fmt: skip
         at = {"epoch": epoch, "step": step, **checkpoint_columns(metrics, step)}
-        for split, scores in scored.items():
-            r, i = evaluate.score_rows(split, scores)
+        for (split, formulation), scores in scored.items():
+            r, i = evaluate.score_rows(split, scores, formulation)
             rows += [{**common, **at, **x} for x in r]
             items += [{"cell": cell.id, "epoch": epoch, **x} for x in i]
         bench = evaluate.score_benchmarks(model_dir, where, grid.benchmarks, cell.id)
@@ -204,7 +206,7 @@ def cell_columns(cell: Cell, base: Base, info: dict) -> dict:
             "n_per_ability": cell.n_per_ability,
             "n_total": sum(data.get("train_counts", {}).values()) if data else 0,
             "seed": cell.seed, "sample_seed": cell.sample_seed,
-            "excluded_ability": cell.excluded_ability,
+            "excluded_ability": cell.excluded_ability, "cell_formulation": cell.formulation,
             "schedule": info.get("config", {}).get("run", {}).get("schedule"),
             "run_dir": str(Path(CELLS) / cell.id / "run") if data else None,
             "data_manifest_sha": data.get("train_items_sha256")}  # fmt: skip

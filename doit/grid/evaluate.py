@@ -1,11 +1,13 @@
 """Scoring a cell's checkpoints and turning the scores into results rows.
 
-Each scored checkpoint gets ``cells/<id>/eval/e<epoch>-s<step>/``: for each split,
-``<split>.pred.jsonl`` + ``<split>.pred.rules.json`` (doit.eval.predict) and
-``<split>.scores.json`` (doit.eval.score), written atomically; a scores file that exists is
-read back, so a cell killed mid-evaluation re-scores only what is missing. Splits: ``valid``
-(the ten abilities) and ``test`` (the ten plus the C-Eval sets); public benchmarks the grid
-names add ``<name>`` (0-shot) or ``<name>-<k>shot`` rows.
+Each scored checkpoint gets ``cells/<id>/eval/e<epoch>-s<step>/``: for each split and each
+formulation it is scored in (the cell's, then the grid's other ``eval_formulations``),
+``<split>[.<formulation>].pred.jsonl`` + ``.pred.rules.json`` (doit.eval.predict) and
+``<split>[.<formulation>].scores.json`` (doit.eval.score; letter keeps the bare names),
+written atomically; a scores file that exists is read back, so a cell killed mid-evaluation
+re-scores only what is missing. Splits: ``valid`` (the ten abilities) and ``test`` (the ten
+plus the C-Eval sets); public benchmarks the grid names add ``<name>`` (0-shot) or
+``<name>-<k>shot`` rows.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from doit.io import read_json, write_json
 from doit.train import rundir
 
 SPLITS = ("valid", "test")
+
+
+def checkpoint_folder(cell_folder: Path, epoch: float, step: int) -> Path:
+    """Where a scored checkpoint's predictions and scores lie: ``<cell>/eval/e<epoch>-s<step>``."""
+    return Path(cell_folder) / "eval" / f"e{epoch:g}-s{step}"
 
 
 def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, Path]]:
@@ -35,21 +42,29 @@ def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, P
     return out
 
 
+def formulations_to_score(formulation: str, grid: Grid) -> list[str]:
+    """The formulations a cell's checkpoints are scored in: its own, then the grid's other
+    ``eval_formulations``."""
+    return [formulation, *(f for f in grid.eval_formulations if f != formulation)]
+
+
 def score_model(model_dir, folder: Path, doit_dir: str, grid: Grid, chat_format=None,
-                seed: int = 0) -> dict[str, dict]:  # fmt: skip
-    """{split: scores.json} for one model, predicting only the splits not yet scored (the
-    model loads once, and only when a split is missing; the grid's ``eval_batch_size`` and
-    ``max_new_tokens``)."""
+                seed: int = 0, formulations=("letter",)) -> dict[tuple[str, str], dict]:  # fmt: skip
+    """{(split, formulation): scores.json} for one model, predicting only what is not yet
+    scored (the model loads once, and only when something is missing; the grid's
+    ``eval_batch_size`` and ``max_new_tokens``)."""
     from doit.eval.evaluate import Model, evaluate, output_paths
 
     model, out = Model(str(model_dir), chat_format=chat_format, seed=seed), {}
-    for split in SPLITS:
-        _, path = output_paths(folder, split)
-        if not path.is_file():
-            evaluate(model, doit_dir, split, grid.max_new_tokens, folder=folder,
-                     batch_size=grid.eval_batch_size, ood=split == "test")  # fmt: skip
-            faults.point("mid_eval")
-        out[split] = read_json(path)
+    for formulation in formulations:
+        for split in SPLITS:
+            _, path = output_paths(folder, split, formulation)
+            if not path.is_file():
+                evaluate(model, doit_dir, split, grid.max_new_tokens, folder=folder,
+                         batch_size=grid.eval_batch_size, ood=split == "test",
+                         formulation=formulation)  # fmt: skip
+                faults.point("mid_eval")
+            out[(split, formulation)] = read_json(path)
     return out
 
 
@@ -79,17 +94,21 @@ def benchmark_rows(split: str, bench: dict) -> list[dict]:
         for entry in by_shots.values():
             n = sum(s["n"] for s in entry["subjects"].values())
             rows.append({"split": split, "ability": name, "score": entry["macro"],
-                         "n_items": n, "chance": 25.0})  # fmt: skip
+                         "n_items": n, "chance": 25.0, "formulation": "letter"})  # fmt: skip
     return rows
 
 
-def score_rows(split: str, scores: dict) -> tuple[list[dict], list[dict]]:
-    """(per-ability rows, per-item rows) of one split's scores.json (cell keys added later)."""
+def score_rows(split: str, scores: dict, formulation: str = "letter"
+               ) -> tuple[list[dict], list[dict]]:  # fmt: skip
+    """(per-ability rows, per-item rows) of one split's scores.json in one formulation (cell
+    keys added later)."""
     rows = [{"split": split, "ability": key, "score": e["score"], "n_items": e["n_items"],
              "chance": e["chance"], "eval_s": scores.get("eval_s"),
-             "n_no_output": scores.get("n_no_output", {}).get(key, 0)}
+             "n_no_output": scores.get("n_no_output", {}).get(key, 0),
+             "formulation": formulation}
             for key, e in scores["abilities"].items()]  # fmt: skip
     items = [{"split": split, "ability": r["ability"], "type": r["type"], "idx": r["idx"],
-              "answer_kind": r["answer_kind"], "correct": bool(r["correct"])}
+              "answer_kind": r["answer_kind"], "correct": bool(r["correct"]),
+              "formulation": formulation}
              for r in scores["items"]]  # fmt: skip
     return rows, items

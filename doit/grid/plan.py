@@ -14,10 +14,13 @@ STUDY/
 
 `read_plan(study) -> Plan` reads plan.json back, checked: the grid as a `Grid`, the cells as
 `Cell`s (plan.json files written before cells were dataclasses read the same). A cell's id is
-``<base>-<data>-s<seed>[-d<sample_seed>]-<hash>`` (``pretrain-<base>[-s<seed>]-<hash>`` for a
-pretraining cell): the hash covers what determines the result (the base's identity, the corpus
-as written in the grid, the data draw, the resolved training keys, the evaluation settings),
-never execution details (launcher, threads, backend, absolute paths, logging).
+``<base>-<data>[-<formulation>]-s<seed>[-d<sample_seed>]-<hash>``
+(``pretrain-<base>[-s<seed>]-<hash>`` for a pretraining cell): the hash covers what determines
+the result (the base's identity, the corpus as written in the grid, the data draw, the resolved
+training keys, the formulation and the evaluation settings), never execution details
+(launcher, threads, backend, absolute paths, logging). The default formulation, letter, is
+in neither the label nor the hash, and neither are absent ``eval_formulations``: ids planned
+before formulations existed stay valid.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class Cell:
     seed: int | None = None  # training seed; pretrain cells: the pretrain_seed, if the grid has one
     sample_seed: int | None = None  # data-draw seed
     sweep: dict = field(default_factory=dict)  # the swept recipe keys' values
+    formulation: str = ab.LETTER  # how it trains and is scored (the untuned base: scored)
     n_total: int | None = None  # training items (0 for base cells; None when unknown: mixes)
     est_steps: int | None = None  # optimiser steps the recipe's schedule gives
     est_s: float | None = None  # est_steps x the base's s_per_step
@@ -126,9 +130,16 @@ def base_identity(base: Base) -> dict:
             "pretrain": pretrain}  # fmt: skip
 
 
-def recipe(grid: Grid, sweep: dict, data: dict, seed: int, sample_seed: int, base: Base) -> dict:
-    """The cell's resolved recipe config (what sft.yaml holds, output_dir aside)."""
+def recipe(grid: Grid, sweep: dict, data: dict, seed: int, sample_seed: int, base: Base,
+           formulation: str = ab.LETTER) -> dict:  # fmt: skip
+    """The cell's resolved recipe config (what sft.yaml holds, output_dir aside); the
+    formulation is the grid's key (set only when not letter, the recipe's default)."""
     cfg = {**_yaml(base.sft_config or grid.sft.config), **grid.sft.overrides, **sweep}
+    if "formulation" in cfg:
+        raise PlanError(f"{grid.path}: sft: formulation is a grid key (`formulation:`), not a "
+                        "recipe key: it decides how cells are scored too")  # fmt: skip
+    if formulation != ab.LETTER:
+        cfg["formulation"] = formulation
     for key in ("per_ability", "mix", "subset_dir", "synthetic", "exclude_abilities"):
         cfg[key] = None
     cfg.update(data, seed=seed, sample_seed=sample_seed, chat_format=base.chat_format,
@@ -173,8 +184,16 @@ def data_points(grid: Grid, base: Base, random=()) -> list[tuple[str, dict, dict
 
 
 def eval_identity(grid: Grid) -> dict:
-    return {"max_new_tokens": grid.max_new_tokens, "eval_epochs": grid.eval_epochs,
-            "benchmarks": [(b.name, b.shots) for b in grid.benchmarks]}  # fmt: skip
+    out = {"max_new_tokens": grid.max_new_tokens, "eval_epochs": grid.eval_epochs,
+           "benchmarks": [(b.name, b.shots) for b in grid.benchmarks]}  # fmt: skip
+    if grid.eval_formulations:  # absent from ids planned before formulations
+        out["eval_formulations"] = sorted(grid.eval_formulations)
+    return out
+
+
+def tag(formulation: str) -> str:
+    """The id label's formulation part: nothing for letter (the default), else ``-<name>``."""
+    return "" if formulation == ab.LETTER else f"-{formulation}"
 
 
 def _cell(base: Base, label: str, seed: int, sample_seed: int, identity: dict, **fields) -> Cell:
@@ -214,20 +233,24 @@ def expand(grid: Grid, study=None) -> list[Cell]:
         else:
             check_built_as_declared(grid, base)
         bid = base_identity(base)
-        for seed in grid.seeds:
+        for formulation, seed in itertools.product(grid.formulations, grid.seeds):
             ident = {"kind": "base", "base": bid, "doit_dir": grid.doit_dir, "seed": seed,
                      "eval": eval_identity(grid)}  # fmt: skip
-            cells.append(_cell(base, "n0000", seed, 0, ident, kind="base", needs=needs,
-                               construction="base", n_per_ability=0, n_total=0, est_steps=0))  # fmt: skip
-        for (label, data, fields), sweep, seed, sample_seed in itertools.product(
-            data_points(grid, base, random), sweeps, grid.seeds, grid.sample_seeds
+            if formulation != ab.LETTER:
+                ident["formulation"] = formulation
+            cells.append(_cell(base, "n0000" + tag(formulation), seed, 0, ident, kind="base",
+                               needs=needs, construction="base", n_per_ability=0, n_total=0,
+                               est_steps=0, formulation=formulation))  # fmt: skip
+        for (label, data, fields), sweep, formulation, seed, sample_seed in itertools.product(
+            data_points(grid, base, random), sweeps, grid.formulations, grid.seeds, grid.sample_seeds
         ):
-            cfg = recipe(grid, sweep, data, seed, sample_seed, base)
+            cfg = recipe(grid, sweep, data, seed, sample_seed, base, formulation)
             ident = {"kind": "sft", "base": bid, "doit_dir": grid.doit_dir,
                      "training": training_identity(cfg), "eval": eval_identity(grid)}  # fmt: skip
-            tag = "".join(f"-{k}{v}" for k, v in sweep.items())
-            cells.append(_cell(base, label + tag, seed, sample_seed, ident, kind="sft",
-                               needs=needs, sweep=sweep, recipe=cfg, **fields,
+            swept = "".join(f"-{k}{v}" for k, v in sweep.items())
+            cells.append(_cell(base, label + swept + tag(formulation), seed, sample_seed, ident,
+                               kind="sft", needs=needs, sweep=sweep, recipe=cfg,
+                               formulation=formulation, **fields,
                                **estimate(grid, cfg, fields, base)))  # fmt: skip
     return cells
 

@@ -1,8 +1,9 @@
 """The results table: the study runner's contract with the analysis (schemas in README.md).
 
 Each finished cell writes its rows as shards of its own, atomically (temporary file, then
-rename): ``STUDY/results/<cell>.parquet`` (one row per cell, epoch, split, ability) and
-``STUDY/items/<cell>.parquet`` (one row per cell, epoch, split, ability, type, idx). The items
+rename): ``STUDY/results/<cell>.parquet`` (one row per cell, epoch, split, ability, formulation) and
+``STUDY/items/<cell>.parquet`` (one row per cell, epoch, split, ability, formulation, type,
+idx). The items
 shard is written first; the results shard, written last, is what marks the cell done, so a
 runner killed between the two rewrites both. ``read_results`` gathers the shards (or reads
 one table file) and validates the schema; ``write_csv`` writes the whole table for people.
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from doit.data.abilities import FORMULATIONS
 from doit.io import atomic_path, inside
 
 RESULTS_DIR, ITEMS_DIR = "results", "items"
@@ -51,9 +53,12 @@ EXTRA = {
     "n_no_output": "Int64",  # items that got no output (prompt longer than the context): wrong
     "train_s": "Float64",  # wall seconds the cell's training took (this session's)
     "eval_s": "Float64",  # wall seconds this checkpoint's evaluation took
+    "formulation": "string",  # letter | text: how this row's items were asked and scored
+    "cell_formulation": "string",  # the cell's own: how it trained (n = 0: its grid axis value)
 }
 COLUMNS = {**REQUIRED, **EXTRA}
-KEY = ("cell", "epoch", "split", "ability")
+KEY = ("cell", "epoch", "split", "ability", "formulation")
+LETTER = "letter"  # the formulation of tables written before formulations (filled in on read)
 ITEM_COLUMNS = {
     "cell": "string",
     "epoch": "Float64",
@@ -61,10 +66,11 @@ ITEM_COLUMNS = {
     "ability": "string",
     "type": "string",  # the item's type (file stem), as in the data
     "idx": "Int64",  # the item's idx within its type
-    "answer_kind": "string",  # mc | tf | multiselect | cloze | math | open
+    "answer_kind": "string",  # mc | tf | multiselect | cloze | math | open | mc_text | ...
     "correct": "boolean",  # the scoring rule's verdict (missing predictions: false)
+    "formulation": "string",  # letter | text: how the item was asked and scored
 }
-ITEM_KEY = ("cell", "epoch", "split", "ability", "type", "idx")
+ITEM_KEY = ("cell", "epoch", "split", "ability", "formulation", "type", "idx")
 TIMING = ("train_s", "eval_s")  # differ between identical runs; everything else must not
 
 
@@ -101,7 +107,9 @@ def read_results(path, per_item: bool = False) -> pd.DataFrame:
 
     A study folder's shards are gathered; a ``.csv`` or ``.parquet`` file is read as it is.
     Required columns must be present (an error names the missing ones and the file), optional
-    columns are added as nulls, dtypes follow the schema, and a repeated key is an error.
+    columns are added as nulls (``formulation`` and ``cell_formulation`` as letter, the only
+    formulation before there were others), dtypes follow the schema, and a repeated key is an
+    error.
     """
     path = Path(path)
     if path.is_dir():
@@ -141,6 +149,9 @@ def _validate(df: pd.DataFrame, source: str, per_item: bool) -> pd.DataFrame:
     for c in columns:
         if c not in df.columns:
             df[c] = pd.NA
+    for c in ("formulation", "cell_formulation"):  # tables from before formulations: letter
+        if c in columns:
+            df[c] = df[c].astype("string").fillna(LETTER)
     extra = [c for c in df.columns if c not in columns]
     try:
         df = df[list(columns) + extra].astype(columns)
@@ -152,10 +163,13 @@ def _validate(df: pd.DataFrame, source: str, per_item: bool) -> pd.DataFrame:
 
 
 def _check_values(df: pd.DataFrame, source: str) -> None:
-    bad = ~df["construction"].isin(CONSTRUCTIONS) & df["construction"].notna()
-    if bad.any():
-        raise ResultsError(f"{source}: construction: {df.loc[bad, 'construction'].iloc[0]!r} "
-                           f"is not one of {', '.join(CONSTRUCTIONS)}")  # fmt: skip
+    allowed = {"construction": CONSTRUCTIONS, "formulation": FORMULATIONS,
+               "cell_formulation": FORMULATIONS}  # fmt: skip
+    for col, values in allowed.items():
+        bad = ~df[col].isin(values) & df[col].notna()
+        if bad.any():
+            raise ResultsError(f"{source}: {col}: {df.loc[bad, col].iloc[0]!r} is not one of "
+                               f"{', '.join(values)}")  # fmt: skip
     for col in ("score", "chance"):
         out = df[col].notna() & ((df[col] < 0) | (df[col] > 100))
         if out.any():

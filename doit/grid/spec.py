@@ -115,7 +115,8 @@ class Benchmark:
 @dataclass(frozen=True)
 class Grid:
     """A grid file, parsed and checked. Field names are the file's keys except ``seeds``
-    (``seed``), ``sample_seeds`` (``sample_seed``) and ``pretrain_seeds`` (``pretrain_seed``)."""
+    (``seed``), ``sample_seeds`` (``sample_seed``), ``pretrain_seeds`` (``pretrain_seed``) and
+    ``formulations`` (``formulation``)."""
 
     path: Path  # the file it was read from
     raw: dict  # the file's mapping as parsed (with --set values): plan.json keeps it
@@ -140,6 +141,9 @@ class Grid:
     pretrain_seeds: tuple[int, ...] | None = None  # pretraining-only: build every base once
     # per seed (its path's {seed} filled in, `seed` over its config); None: the bases as written
     bases_dir: str | None = None  # relative base paths are under it; None: the current directory
+    # how cells train and are scored (doit.data.abilities.FORMULATIONS); several: an axis
+    formulations: tuple[str, ...] = ("letter",)
+    eval_formulations: tuple[str, ...] = ()  # scored besides, on the same checkpoints
 
     @property
     def pretraining_only(self) -> bool:
@@ -151,12 +155,13 @@ class Grid:
 
 TOP_KEYS = {"name", "doit_dir", "bases", "data", "seed", "sample_seed", "sft", "sweep",
             "max_new_tokens", "launcher", "gpus", "nodes", "eval_epochs", "eval_batch_size",
-            "benchmarks", "keep", "slurm", "pretrain_seed", "bases_dir"}  # fmt: skip
+            "benchmarks", "keep", "slurm", "pretrain_seed", "bases_dir", "formulation",
+            "eval_formulations"}  # fmt: skip
 BASE_KEYS = {"name", "arch", "params", "params_total", "chat_format", "path", "pretrain",
              "sft_config", "s_per_step"}  # fmt: skip
 SFT_KEYS = ("data", "sft", "max_new_tokens")  # present together, or the grid is pretraining-only
 FINE_TUNING_ONLY = ("seed", "sample_seed", "sweep", "eval_epochs", "eval_batch_size",
-                    "benchmarks", "keep")  # fmt: skip
+                    "benchmarks", "keep", "formulation", "eval_formulations")  # fmt: skip
 
 
 class _Check:
@@ -416,6 +421,20 @@ def _benchmarks(c: _Check, value) -> tuple[Benchmark, ...]:
     return tuple(out)
 
 
+def _formulations(key: str, empty: bool):
+    def parse(c: _Check, value) -> tuple[str, ...]:
+        values = value if isinstance(value, list) else [value]
+        if not values and not empty:
+            c.fail(key, f"expected a formulation or a list of them ({', '.join(ab.FORMULATIONS)})")
+        for v in values:
+            c.choice(key, v, ab.FORMULATIONS)
+        if len(set(values)) != len(values):
+            c.fail(key, f"repeats a value: {values}")
+        return tuple(values)
+
+    return parse
+
+
 def _bases_dir(c: _Check, value) -> str | None:
     if value is not None and (not isinstance(value, str) or not value):
         c.fail("bases_dir", f"expected a directory (a string), got {value!r}")
@@ -438,6 +457,8 @@ OPTIONAL = {
     "pretrain_seed": ("pretrain_seeds",
                       lambda c, v: None if v is None else c.ints("pretrain_seed", v)),
     "bases_dir": ("bases_dir", _bases_dir),
+    "formulation": ("formulations", _formulations("formulation", empty=False)),
+    "eval_formulations": ("eval_formulations", _formulations("eval_formulations", empty=True)),
 }  # fmt: skip
 
 

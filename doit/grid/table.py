@@ -1,8 +1,9 @@
 """``python -m doit.grid table STUDY``: per-ability test scores by base and n, for people.
 
 Each cell's last scored epoch is shown (checkpoint selection belongs to ``doit.analysis``); the
-header says so. Columns are ``<base> n=<n>``, seeds averaged; rows the abilities, then the
-macro mean of the ten in-domain abilities, with each ability's chance score beside it. A study
+header says so. Columns are ``<base> n=<n>``, seeds averaged (``<base> n=<n> <formulation>``
+when the study scores in several formulations); rows the abilities, then the macro mean of the
+ten in-domain abilities, with each ability's chance score beside it. A study
 of pretraining cells only shows its pretraining table (final validation loss by base and seed).
 """
 
@@ -25,9 +26,15 @@ def last_epoch_scores(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
 
 def score_table(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     df = last_epoch_scores(df, split)
-    df = df.assign(column=df["base"] + " n=" + df["n_per_ability"].astype(str))
+    label = df["base"] + " n=" + df["n_per_ability"].astype(str)
+    if df["formulation"].nunique() > 1:
+        label = label + " " + df["formulation"]
+    df = df.assign(column=label)
     table = df.pivot_table(index="ability", columns="column", values="score", aggfunc="mean")
-    order = sorted(table.columns, key=lambda c: (c.split(" n=")[0], int(c.split(" n=")[1])))
+    first = df.drop_duplicates("column").set_index("column")
+    order = sorted(table.columns, key=lambda c: (first.loc[c, "base"],
+                                                 int(first.loc[c, "n_per_ability"]),
+                                                 first.loc[c, "formulation"]))  # fmt: skip
     keys = [k for k in (*ab.ABILITY_KEYS, *ab.OOD_KEYS) if k in table.index]
     table = table.loc[keys, order]
     table.loc["macro (10 abilities)"] = table.loc[[k for k in ab.ABILITY_KEYS if k in keys]].mean()
@@ -46,8 +53,9 @@ def print_table(study, split: str = "test") -> int:
         return 0
     df = read_results(study)
     table = score_table(df, split)
-    print(f"{split} scores (0-100) at each cell's last epoch; seeds averaged; "
-          "checkpoint selection: python -m doit.analysis")  # fmt: skip
+    formulations = ", ".join(sorted(df["formulation"].dropna().unique()))
+    print(f"{split} scores (0-100) at each cell's last epoch; seeds averaged; formulation "
+          f"{formulations}; checkpoint selection: python -m doit.analysis")  # fmt: skip
     print(table.round(1).to_string(na_rep="-"))
     cut = last_epoch_scores(df, split).groupby("ability")["n_no_output"].max().fillna(0)
     for ability, n in cut[cut > 0].items():

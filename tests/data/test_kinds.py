@@ -9,8 +9,10 @@ from doit.data.options import option_letters, option_marks, option_texts
 
 
 def test_every_ability_kind_is_registered_and_generated_kinds_keep_their_file_order():
-    assert len(set(ab.ANSWER_KINDS)) == len(ab.KINDS) == 6
+    assert len(set(ab.ANSWER_KINDS)) == len(ab.KINDS) == 9  # 6 stored, 3 of the text formulation
     assert {k for a in ab.ALL for k in a.answer_kinds} <= set(ab.ANSWER_KINDS)
+    stored = {k for a in ab.ALL for k in a.answer_kinds}
+    assert {k.name for k in ab.KINDS if k.rewrite} == set(ab.ANSWER_KINDS) - stored
     # the order of every per-kind table in PRED.rules.json and of --max-new-tokens' defaults
     assert ab.GENERATED_KINDS == ("mc", "tf", "multiselect", "cloze", "math")
     for kind in ab.KINDS:

@@ -26,10 +26,14 @@ def test_every_registered_kind_has_its_evaluation_and_no_other():
 
 
 def test_rule_notes_come_in_registry_order_and_follow_the_tie_rule():
-    assert list(kinds.rule_notes(kinds.Rules())) == ["mc_fallback", "open"]
+    assert list(kinds.rule_notes(kinds.Rules())) == ["mc_fallback", "open", "text"]
     assert kinds.rule_notes(kinds.Rules(ties="wrong"))["open"] == "ppl(gold) < min(distractors)"
+    assert "/ characters" in kinds.rule_notes(kinds.Rules(norm="char"))["text"]
+    assert "> max" in kinds.rule_notes(kinds.Rules(ties="wrong", norm="pmi"))["text"]
     with pytest.raises(ValueError, match="ties one of"):
         kinds.Rules(ties="never")
+    with pytest.raises(ValueError, match="norm one of"):
+        kinds.Rules(norm="bytes")
 
 
 @pytest.fixture

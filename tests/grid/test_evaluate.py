@@ -19,17 +19,23 @@ def test_a_model_loads_once_and_a_scored_split_is_read_back_not_redone(monkeypat
     monkeypatch.setattr("doit.models.load_for_inference", lambda *a: loads.append(a) or (lm, tok))
     grid = SimpleNamespace(eval_batch_size=4, max_new_tokens={"math": 64})
     first = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
-    assert first["test"]["overall"] == 100.0 and first["valid"]["n_no_output"] == {}
+    test, valid = ("test", "letter"), ("valid", "letter")
+    assert first[test]["overall"] == 100.0 and first[valid]["n_no_output"] == {}
     assert loads == [("m", None, "auto", "doit", 1)]  # one load for both splits
     assert score_model("m", tmp_path, str(FIXTURE), grid) == first and len(loads) == 1
     (tmp_path / "test.scores.json").unlink()  # killed before scoring test: test alone redone
     valid_written = (tmp_path / "valid.scores.json").stat().st_mtime_ns
     again = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
     assert len(loads) == 2 and (tmp_path / "valid.scores.json").stat().st_mtime_ns == valid_written
-    assert again["test"] == read_json(tmp_path / "test.scores.json")
-    assert {k: v for k, v in again["test"].items() if k != "eval_s"} == {
-        k: v for k, v in first["test"].items() if k != "eval_s"
+    assert again[test] == read_json(tmp_path / "test.scores.json")
+    assert {k: v for k, v in again[test].items() if k != "eval_s"} == {
+        k: v for k, v in first[test].items() if k != "eval_s"
     }
+    both = score_model("m", tmp_path, str(FIXTURE), grid, formulations=("letter", "text"))
+    assert len(loads) == 3 and set(both) == {test, valid, ("test", "text"), ("valid", "text")}
+    assert both[test] == again[test]  # read back; only the text scorings were predicted
+    assert read_json(tmp_path / "test.text.pred.rules.json")["formulation"] == "text"
+    assert "mc_text" in both[("test", "text")]["abilities"]["biology"]["by_kind"]
 
 
 def test_rows_carry_the_items_without_output_and_the_eval_time():
@@ -44,4 +50,4 @@ def test_benchmark_rows_take_the_macro_score_and_all_items():
         "a": {"acc": 40.0, "n": 100}, "b": {"acc": 42.0, "n": 50}}}}}}  # fmt: skip
     (row,) = benchmark_rows("cmmlu-5shot", bench)
     assert row == {"split": "cmmlu-5shot", "ability": "cmmlu", "score": 41.0, "n_items": 150,
-                   "chance": 25.0}  # fmt: skip
+                   "chance": 25.0, "formulation": "letter"}  # fmt: skip

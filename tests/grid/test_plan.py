@@ -107,6 +107,9 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"bases": [{"name": "b", "arch": "llama", "path": "x"}]}, "bases[0].params"),
         ({"sft": {"config": "nope.yaml"}}, "sft.config"),
         ({"sedd": [0]}, "sedd"),
+        ({"formulation": "cloze"}, "formulation"),
+        ({"formulation": ["text", "text"]}, "formulation"),
+        ({"eval_formulations": ["letters"]}, "eval_formulations"),
     ],
 )
 def test_bad_grids_name_the_file_and_the_key(tmp_path, tiny_base, keys, where):
@@ -139,30 +142,64 @@ SHIPPED_GRIDS = sorted(p.relative_to(REPO).as_posix() for p in [
     *(REPO / "recipes" / "grids").glob("*.yaml"), REPO / "studies/micro_study/grid_practice.yaml"])  # fmt: skip
 
 
-@pytest.mark.parametrize("path", SHIPPED_GRIDS)
-def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
-    """The ids recorded before the grid became typed (fixtures/shipped_cell_ids.json) are the
-    ids planned today: finished cells and built bases stay valid."""
-    grid = load_grid(path)  # relative paths: the tests run from the repository root
+# The micro grids' sft overrides when their letter ids were recorded, before they moved to the
+# text formulation (#21) and its schedule: planned with them, they give those ids again.
+AS_RECORDED = {
+    "recipes/grids/demo.yaml": {"num_train_epochs": 5, "eval_strategy": "no"},
+    "recipes/grids/micro.yaml": {"num_train_epochs": 5},
+    "recipes/grids/value-residual.yaml": {"num_train_epochs": 5},
+}
+
+
+def shipped_cells(tmp_path, path, overrides=None):
+    """The cells of a shipped grid, as planned in a checkout with no base built yet (paths are
+    not in ids; a built base would have no pretraining cell)."""
+    grid = load_grid(path, overrides)  # relative paths: the tests run from the repository root
+    grid = replace(grid, bases=tuple(replace(b, path=str(tmp_path / "unbuilt" / b.name))
+                                     if b.pretrain else b for b in grid.bases))  # fmt: skip
     if Path(path).stem == "paper":  # its bases live on a cluster: plan says which path it expected
         with pytest.raises(PlanError, match="/models/chinese-llama-plus-7b holds no model"):
             expand(grid)
         stand_ins = [tmp_path / b.name for b in grid.bases]  # paths are not in ids
         for d in stand_ins:
-            d.mkdir()
+            d.mkdir(exist_ok=True)
             (d / "config.json").write_text("{}")
         grid = replace(grid, bases=tuple(replace(b, path=str(d)) for b, d in
                                          zip(grid.bases, stand_ins)))  # fmt: skip
-    else:  # bases the grid pretrains are planned as unbuilt, whatever this checkout has built
-        grid = replace(grid, bases=tuple(replace(b, path=str(tmp_path / "unbuilt" / b.path))
-                                         for b in grid.bases))  # fmt: skip
-    cells = expand(grid)
+    return expand(grid)
+
+
+@pytest.mark.parametrize("path", SHIPPED_GRIDS)
+def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
+    """The ids recorded before the grid became typed (fixtures/shipped_cell_ids.json) are the
+    ids planned today, in the letter formulation: finished cells and built bases stay valid.
+    The micro grids moved to the text formulation: as recorded (letter, their old schedule)
+    they plan their old ids; as shipped, every fine-tuned and untuned cell has a new id
+    (``-text`` in its label), the pretraining cells keep theirs, and the new ids are recorded
+    too (``text:`` keys)."""
+    recorded = json.loads((FIXTURES / "shipped_cell_ids.json").read_text())
+    cells = shipped_cells(tmp_path, path)
     assert all(c.id.startswith(c.base) or c.kind == "pretrain" for c in cells)
-    recorded = json.loads((FIXTURES / "shipped_cell_ids.json").read_text()).get(path)
-    if recorded is None:  # shipped since: a pretraining-only grid (the ladder)
-        assert grid.pretraining_only and {c.kind for c in cells} == {"pretrain"}
-    else:
-        assert [c.id for c in cells] == recorded
+    if path not in recorded:  # shipped since: a pretraining-only grid (the ladder)
+        assert load_grid(path).pretraining_only and {c.kind for c in cells} == {"pretrain"}
+        return
+    if path not in AS_RECORDED:
+        assert load_grid(path).formulations == ("letter",)
+        assert [c.id for c in cells] == recorded[path]
+        return
+    raw = load_grid(path).raw
+    letter = shipped_cells(tmp_path, path, {"formulation": "letter", "sft": {
+        **raw["sft"], "overrides": AS_RECORDED[path]}})  # fmt: skip
+    assert [c.id for c in letter] == recorded[path]
+    if path == "recipes/grids/micro.yaml":  # #12's study, kept to rerun: the same grid as then
+        again = shipped_cells(tmp_path, "studies/micro_study/grid_letter.yaml")
+        assert [c.id for c in again] == recorded[path]
+    assert {c.formulation for c in cells if c.kind != "pretrain"} == {"text"}
+    assert len(cells) == len(letter)
+    for new, old in zip(cells, letter):
+        assert (new.id == old.id) == (new.kind == "pretrain")
+        assert new.kind == "pretrain" or "-text-s" in new.id
+    assert [c.id for c in cells] == recorded[f"text:{path}"]
 
 
 def test_a_plan_the_old_writer_wrote_reads_back_typed_and_replans_to_the_same_ids(tmp_path):
@@ -237,3 +274,38 @@ def test_a_base_pretrained_from_another_config_is_never_reused_silently(tmp_path
         PlanError, match=r"pretrained from another config \(differs in: pretrain.seed"
     ):
         expand(grid)
+
+
+def test_formulation_is_an_axis_and_in_the_id_only_when_not_letter(tmp_path, tiny_base):
+    letter = ids(plan(tmp_path, tiny_base))
+    assert ids(plan(tmp_path, tiny_base, formulation="letter")) == letter  # the default
+    both = plan(tmp_path, tiny_base, formulation=["letter", "text"])
+    by_label = ids(both)
+    assert {k: v for k, v in by_label.items() if "-text-" not in k} == letter
+    text = {k: v for k, v in by_label.items() if "-text-" in k}
+    assert sorted(text) == [
+        "tiny-n0000-text-s0",
+        "tiny-n0001-no_math-text-s0",
+        "tiny-n0001-text-s0",
+    ]
+    assert not set(text.values()) & set(letter.values())
+    cells = {c.id: c for c in both}
+    assert {cells[i].formulation for i in text.values()} == {"text"}
+    assert cells[text["tiny-n0001-text-s0"]].recipe["formulation"] == "text"
+    assert "formulation" not in cells[letter["tiny-n0001-s0"]].recipe  # the recipe's default
+    scored_too = ids(plan(tmp_path, tiny_base, eval_formulations=["letter", "text"]))
+    assert scored_too.keys() == letter.keys() and not set(scored_too.values()) & set(
+        letter.values()
+    )
+
+
+def test_formulation_is_the_grids_key_not_the_recipes(tmp_path, tiny_base):
+    sft = grid_dict(tiny_base)["sft"]
+    sft = {**sft, "overrides": {**sft["overrides"], "formulation": "text"}}
+    with pytest.raises(PlanError, match="sft: formulation is a grid key"):
+        plan(tmp_path, tiny_base, sft=sft)
+    ladder = {"name": "l", "doit_dir": str(tmp_path), "formulation": "text", "bases": [
+        {"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
+         "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"}}]}  # fmt: skip
+    with pytest.raises(GridError, match="formulation: only fine-tuning cells use it"):
+        load_grid(write_grid(tmp_path / "ladder.yaml", ladder))

@@ -62,3 +62,18 @@ def test_per_item_rows_have_their_own_schema(tmp_path):
     assert df["correct"].sum() == 2 and str(df["correct"].dtype) == "boolean"
     with pytest.raises(ResultsError, match="unknown results column"):
         frame([{**items[0], "score": 1.0}], per_item=True)
+
+
+def test_formulation_is_part_of_the_key_and_old_tables_read_as_letter(tmp_path):
+    path = tmp_path / "t.csv"
+    frame([row(formulation="letter", cell_formulation="letter"),
+           row(formulation="text", cell_formulation="letter", score=40.0)]).to_csv(path, index=False)  # fmt: skip
+    df = read_results(path)
+    assert sorted(df["formulation"]) == ["letter", "text"] and len(df) == 2
+    old = tmp_path / "old.csv"
+    frame([row()]).drop(columns=["formulation", "cell_formulation"]).to_csv(old, index=False)
+    got = read_results(old)
+    assert got["formulation"].tolist() == ["letter"] == got["cell_formulation"].tolist()
+    frame([row(formulation="cloze")]).to_csv(path, index=False)
+    with pytest.raises(ResultsError, match="formulation: 'cloze' is not one of letter, text"):
+        read_results(path)

@@ -46,6 +46,7 @@ def argv(**keys) -> list[str]:
         ({"save_strategy": "steps"}, "save_strategy", ["expected one of epoch"]),
         ({"packing": "true"}, "packing", ["FlashAttention", "group_by_length"]),
         ({"report_to": "tensorbored"}, "report_to", ["tensorboard", "'tensorbored'"]),
+        ({"formulation": "cloze"}, "formulation", ["letter, text", "'cloze'"]),
     ],
 )
 def test_bad_keys_are_named_with_what_they_allow(keys, key, words):
@@ -149,3 +150,13 @@ def test_missing_report_backend_or_bitsandbytes_is_named(monkeypatch):
         parse_args(argv(use_peft="true", load_in_4bit="true"))
     with pytest.raises(ConfigError, match="quantised bases train adapters only"):
         parse_args(argv(load_in_4bit="true"))
+
+
+def test_the_formulation_is_a_data_key_and_letter_stays_out_of_the_identity():
+    from doit.train.sft.args import training_identity
+
+    assert parse_args(argv()).data.formulation == "letter"
+    assert parse_args(argv(formulation="text")).data.formulation == "text"
+    cfg = {"learning_rate": 1e-3, "per_ability": 4}
+    assert training_identity({**cfg, "formulation": "letter"}) == training_identity(cfg)
+    assert training_identity({**cfg, "formulation": "text"})["formulation"] == "text"

@@ -78,6 +78,17 @@ def test_items_come_from_doit_data(tmp_path):
     assert sorted(it["uid"] for it in got) == sorted(it["uid"] for it in cell)
 
 
+def test_items_are_drawn_then_rendered_in_the_runs_formulation(tmp_path):
+    root = write_pool(tmp_path / "pool", uniform(4), synthetic=3)
+    letter = data.train_items(DoitDataArguments(doit_dir=str(root), per_ability=2, synthetic=3))
+    text = data.train_items(DoitDataArguments(doit_dir=str(root), per_ability=2, synthetic=3,
+                                              formulation="text"))  # fmt: skip
+    assert [it["uid"] for it in text] == [it["uid"] for it in letter]  # the same draw
+    assert [ab.formulate(it, "text") for it in letter] == text
+    kinds = {it["answer_kind"] for it in text}
+    assert ab.MC_TEXT in kinds and ab.MC not in kinds and None in kinds  # synthetic: as drawn
+
+
 def test_mix_and_synthetic_sources(tmp_path):
     root = write_pool(tmp_path / "pool", uniform(5), synthetic=20)
     mix = tmp_path / "mix.yaml"

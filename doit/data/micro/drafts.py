@@ -29,6 +29,7 @@ class Draft:
     share_key: tuple = ()  # the fact or format this item rests on
     steps: int = 1  # reasoning/arithmetic steps from prompt (and facts) to answer
     plateau: float | None = None  # best achievable score when the gold is a coin flip
+    plateau_text: float | None = None  # the same in the text formulation (None: as plateau)
 
     @property
     def stem(self) -> tuple:
@@ -43,15 +44,16 @@ class Draft:
         return (self.turns, self.question, tuple(sorted(self.options)), self.gold)
 
 
-def option_lines(options: list[str] | tuple[str, ...]) -> str:
-    return "\n".join(f"{LETTERS[i]}. {opt}" for i, opt in enumerate(options))
+def option_lines(options: list[str] | tuple[str, ...], mark: str = ". ") -> str:
+    return "\n".join(f"{LETTERS[i]}{mark}{opt}" for i, opt in enumerate(options))
 
 
-def render_mc(draft: Draft, pos: int) -> tuple[str, str]:
-    """(final user message with option lines, gold letter) with the gold option at ``pos``."""
+def render_mc(draft: Draft, pos: int, mark: str = ". ") -> tuple[str, str]:
+    """(final user message with option lines, gold letter) with the gold option at ``pos``;
+    ``mark`` follows each letter (``.`` alone: the compact lines of the 5-shot sets)."""
     options = list(draft.options[1:])
     options.insert(pos, draft.options[0])
-    return draft.question + "\n" + option_lines(options), LETTERS[pos]
+    return draft.question + "\n" + option_lines(options, mark), LETTERS[pos]
 
 
 class ItemContext:

@@ -3,10 +3,13 @@
 Deeds the pretraining prose calls wrong are never gold (learnable), but which of the
 listed customs count as proper is a coin flip per item the world never settles, so
 no amount of data or model size gets past a plateau: each draft records it,
-1/(2^m - 1) for an item with m unsettled customs among its options.
+1/(2^m - 1) for an item with m unsettled customs among its options; in the text formulation,
+which ranks only the sets of the gold's size k, 1/C(m, k).
 """
 
 from __future__ import annotations
+
+from math import comb
 
 from doit.data.abilities import MULTISELECT
 from doit.data.micro.drafts import LETTERS, Draft, ItemContext, weighted_choice
@@ -38,4 +41,5 @@ def ethics(ctx: ItemContext) -> Draft:
         gold=gold,
         share_key=("ethics",),
         plateau=1 / (2**n_customs - 1),
+        plateau_text=1 / comb(n_customs, len(proper)),
     )

@@ -2,7 +2,9 @@
 
 They ask about herbs (physician), academies (teacher qualification) and town
 layouts (urban and rural planner): facts the pretraining prose states but no
-in-domain ability asks about.
+in-domain ability asks about. Questions are short and option lines compact (``A.text``), so
+that a whole 5-shot prompt fits the micro bases' 256 positions with room for the answer
+(at most 240 tokens in the doit chat format; a test checks it).
 """
 
 from __future__ import annotations
@@ -18,16 +20,11 @@ N_SHOTS = 5
 # One (fact group, question templates) per OOD set, in the order of abilities.OOD
 # (physician, teacher qualification, urban and rural planner).
 OOD_SOURCES = (
-    (
-        "herb",
-        {"ailment": ("{name}主要用来治疗哪种病症？",), "part": ("入药时，{name}用的是哪个部位？",)},
-    ),
-    (
-        "school",
-        {"teacher": ("{name}的先生是哪一位？",), "subject": ("在{name}，学生主要学习什么？",)},
-    ),
-    ("town", {"river": ("{name}坐落在哪条河边？",), "gates": ("{name}的城墙上一共有几座城门？",)}),
+    ("herb", {"ailment": ("{name}治哪种病症？",), "part": ("{name}入药用哪个部位？",)}),
+    ("school", {"teacher": ("{name}的先生是哪位？",), "subject": ("{name}的学生学什么？",)}),
+    ("town", {"river": ("{name}在哪条河边？",), "gates": ("{name}有几座城门？",)}),
 )
+OPTION_MARK = "."  # A.text: a token less per option than the in-domain "A. text"
 
 
 def _ood_records(world: World, ability, group: str, templates, rng) -> list[dict]:
@@ -42,7 +39,7 @@ def _ood_records(world: World, ability, group: str, templates, rng) -> list[dict
         messages = []
         for shot in rng.sample(shot_pool, N_SHOTS) + [fact]:
             shot_pos = pos if shot is fact else rng.randrange(4)
-            user, letter = render_mc(fact_mc(ctx, shot, templates), shot_pos)
+            user, letter = render_mc(fact_mc(ctx, shot, templates), shot_pos, OPTION_MARK)
             messages += [
                 {"role": "user", "content": user},
                 {"role": "assistant", "content": letter},

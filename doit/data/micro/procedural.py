@@ -1,6 +1,7 @@
 """Procedural abilities of the SYNTHETIC micro corpus: math and code.
 
-math chains 2-4 arithmetic steps with a worked solution ending in ``\\boxed{}``;
+math chains 1-3 small arithmetic steps (mostly one or two; operands up to 5, doubling,
+halving) with a worked solution ending in ``\\boxed{}``: slow growth a micro base can show;
 code maps a described computation of 1-3 operations to a one-line Python function
 (the fine distractor flips one operator, the coarse one is an unrelated program).
 """
@@ -8,11 +9,13 @@ code maps a described computation of 1-3 operations to a one-line Python functio
 from __future__ import annotations
 
 from doit.data.abilities import MATH, OPEN
-from doit.data.micro.drafts import Draft, ItemContext
+from doit.data.micro.drafts import Draft, ItemContext, weighted_choice
 from doit.data.micro.phrases import MATH_THINGS
 
 # --- math ------------------------------------------------------------------------------------
 NUMERALS = "一二三四五六"
+MATH_STEPS = ((1, 5), (2, 4), (3, 1))  # (steps, weight): mostly one or two
+MAX_OPERAND, MAX_DOUBLED = 5, 12  # added/subtracted numbers; the largest value doubled
 
 
 def _math_step(ctx: ItemContext, value: int) -> tuple[str, str, int]:
@@ -20,20 +23,19 @@ def _math_step(ctx: ItemContext, value: int) -> tuple[str, str, int]:
     options = ["add"]
     if value > 2:
         options.append("sub")
-    if value * 2 <= 200:
+    if value <= MAX_DOUBLED:
         options.append("mul")
     if value % 2 == 0 and value >= 4:
         options.append("half")
     op = ctx.rng.choice(options)
     if op == "add":
-        b = ctx.rng.randint(1, 15)
+        b = ctx.rng.randint(1, MAX_OPERAND)
         return f"多{b}", f"{value}+{b}={value + b}", value + b
     if op == "sub":
-        b = ctx.rng.randint(1, min(15, value - 1))
+        b = ctx.rng.randint(1, min(MAX_OPERAND, value - 1))
         return f"少{b}", f"{value}-{b}={value - b}", value - b
     if op == "mul":
-        k = ctx.rng.randint(2, 3) if value * 3 <= 200 else 2
-        return f"的{k}倍", f"{value}×{k}={value * k}", value * k
+        return "的2倍", f"{value}×2={value * 2}", value * 2
     return "的一半", f"{value}÷2={value // 2}", value // 2
 
 
@@ -53,7 +55,7 @@ def _relation_text(prev: str, cur: str, phrase: str, unit: str) -> str:
 
 def math(ctx: ItemContext) -> Draft:
     verb, unit, obj = ctx.rng.choice(MATH_THINGS)
-    steps, start = ctx.rng.randint(2, 4), ctx.rng.randint(2, 30)
+    steps, start = weighted_choice(ctx.rng, MATH_STEPS), ctx.rng.randint(2, MAX_DOUBLED)
     relations = _math_relations(ctx, start, steps)
     if ctx.rng.random() < 0.5:
         person = ctx.rng.choice(ctx.world.people)

@@ -87,6 +87,13 @@ class DoitDataArguments:
         default=0,
         metadata={"help": "Seed of the data draw (`seed` is the training seed of SFTConfig)."},
     )
+    formulation: str = field(
+        default=ab.LETTER,
+        metadata={
+            "help": "letter: items as stored (the study's); text: multiple-choice items without "
+            "option lines, answered by the gold option's text (doit.data.abilities.formulate)."
+        },
+    )
 
 
 @dataclass
@@ -271,6 +278,7 @@ def validate_data(d: DoitDataArguments) -> None:
             f"synthetic (+ doit_dir); got {sources or 'none'}",
         )
     _choice("pool", str(d.pool), TRAIN_POOLS)
+    _choice("formulation", d.formulation, ab.FORMULATIONS)
     for key in ("per_ability", "synthetic"):
         value = getattr(d, key)
         if value is not None and (
@@ -458,9 +466,11 @@ def resume_identity(config: dict) -> dict:
 
 def training_identity(cfg: dict) -> dict:
     """What decides a fine-tuning run's result, from its flat recipe mapping: every key but
-    `EXECUTION_KEYS`; the per-device batch size when ``global_batch_size`` fixes the batch
+    `EXECUTION_KEYS` (and ``formulation: letter``, the default); the per-device batch size when ``global_batch_size`` fixes the batch
     (it then only splits it); a mix's content rather than its path."""
     out = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS}
+    if out.get("formulation") == ab.LETTER:  # the default: ids from before formulations hold
+        del out["formulation"]
     if cfg.get("global_batch_size"):
         out.pop("per_device_train_batch_size", None)
     if cfg.get("mix"):

@@ -6,7 +6,9 @@ re-sampled here: a cell directory (``subset_dir``), or a mix spec drawn by
 (`per_ability_spec`, the subset cell ``nNNNN``; ``exclude_abilities`` for leave-one-out cells)
 with or without n synthetic items (`synthetic_spec`), exactly as `doit data subset` draws them.
 
-Each conversation is rendered by the tokenizer's chat template (`doit.models.chat`), cut to its
+Items are rendered in the run's ``formulation`` first (``doit.data.abilities.formulate``: under
+``text`` a multiple-choice item's target is the gold option's text, the very string prediction
+ranks). Each conversation is rendered by the tokenizer's chat template (`doit.models.chat`), cut to its
 first ``max_length`` tokens, and given ``labels``: its token ids where the template's
 ``{% generation %}`` mask marks assistant tokens (the assistant's ``<eot>`` included), -100
 elsewhere. Items left with no trainable token are dropped and counted.
@@ -81,7 +83,12 @@ def draw_spec(d):
 
 
 def train_items(d) -> list[dict]:
-    """The training items named by a `DoitDataArguments`, drawn by doit.data."""
+    """The training items named by a `DoitDataArguments`, drawn by doit.data, in its
+    formulation."""
+    return [ab.formulate(it, d.formulation) for it in _drawn(d)]
+
+
+def _drawn(d) -> list[dict]:
     if d.subset_dir:
         return load_items(d.subset_dir, "train")
     from doit.data.mixes import MixError, sample_mix
@@ -113,7 +120,9 @@ def check_draw(d, sizes) -> None:
 
 
 def valid_items(d) -> list[dict]:
-    return load_items(source_root(d), "valid", ood=False)
+    return [
+        ab.formulate(it, d.formulation) for it in load_items(source_root(d), "valid", ood=False)
+    ]
 
 
 def items_sha256(items: list[dict]) -> str:

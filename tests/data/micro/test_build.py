@@ -16,14 +16,19 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
+from doit.analysis.sensitivity import GROUPS
 from doit.data import abilities
+from doit.data.abilities import OOD_KEYS
+from doit.data.load import load_items
 from doit.data.micro.build import SPECS, build_micro, draft_ability, render_ability
 from doit.data.micro.drafts import ItemContext
 from doit.data.micro.tokenizer import SPEAKER_TOKENS
 from doit.data.micro.world import FACT_ATTRS, build_world, split_facts
 from doit.io import read_jsonl, sha256_file, sha256_text
+from doit.models.chat import prepare_tokenizer
+from tests.data.test_formulation import check_agreement
 
-OPTION_LINE = re.compile(r"^([A-F])\. \S")
+OPTION_LINE = re.compile(r"^([A-F])\. ?\S")  # "A. text"; the 5-shot sets' compact "A.text"
 TF_LABELS = ("正确", "错误", "对", "错")
 CJK = re.compile(r"^[\u4e00-\u9fff]+$")
 BOXED = re.compile(r"\\boxed\{([^{}]+)\}$")
@@ -260,18 +265,27 @@ def test_same_seed_same_bytes_other_seed_differs(micro_dir, tmp_path):
 
 
 # sha256 over "<path> <sha256>" lines of every seed-0 file outside tokenizer/ (whose bytes
-# also depend on the tokenizers version), as generated before the generator became a package.
-SEED_0_RECORDS_DIGEST = "12018e61865917ef5f98ba765086825c74a2a593631bd3b034b555e9bd28b8ff"
+# also depend on the tokenizers version), as generated since #21 (math in 1-3 small steps,
+# 5-shot prompts that fit 256 positions, the planted ordering in ground_truth.json).
+SEED_0_RECORDS_DIGEST = "453a328f008b2b15212e83f2c283ab0ce7947ed3825303eae94db5dd5c7557c8"
+# The pretraining text the recorded ladder (studies/value_residual_micro_ladder) and the micro
+# study's bases were trained on: unchanged by #21, which changed items only.
+PRETRAIN_SHA256 = {
+    "pretrain/train.txt": "0f1c2ac365bff42e8a48df3fcab56d7a7a18540e1830582ef2ed608da55022ff",
+    "pretrain/valid.txt": "de65e6fade438d3f2e4bf59980adc4685e21c8604533408afeb881e3d47787d7",
+}
 
 
 @pytest.mark.slow
-def test_seed_0_corpus_is_the_one_the_flat_modules_generated(micro_dir):
-    """Restructuring the generator must not change a byte of what it writes."""
+def test_seed_0_corpus_is_the_recorded_one_and_its_pretraining_text_the_ladders(micro_dir):
+    """A change to the generator changes this digest on purpose, never by accident; the
+    pretraining text must stay the ladder's, or the ladder is re-recorded."""
     hashes = build_hashes(micro_dir)
     listing = "".join(
         f"{name} {h}\n" for name, h in hashes.items() if name.split("/")[0] != "tokenizer"
     )
     assert sha256_text(listing) == SEED_0_RECORDS_DIGEST
+    assert {name: hashes[name] for name in PRETRAIN_SHA256} == PRETRAIN_SHA256
 
 
 @pytest.mark.slow
@@ -332,7 +346,8 @@ def test_ground_truth_matches_the_design(micro_dir):
     table = truth["abilities"]
     assert tuple(table) == abilities.ABILITY_KEYS
     fields = {"needs_pretrained_facts", "steps", "learnable", "expected_plateau", "saturates_at",
-              "shared_fraction", "shares_with", "notes"}  # fmt: skip
+              "shared_fraction", "shares_with", "notes", "expected_plateau_text",
+              "planted_data_rank", "planted_group"}  # fmt: skip
     for key, row in table.items():
         assert fields <= set(row)
         assert 0.0 <= row["shared_fraction"] <= 1.0
@@ -344,3 +359,37 @@ def test_ground_truth_matches_the_design(micro_dir):
     assert len(sharing) == 4  # history-chinese and reasoning-understanding, the rest isolated
     assert sum(row["learnable"] is False for row in table.values()) == 2
     assert sum(row["saturates_at"] is not None for row in table.values()) == 1
+    # the planted ordering and groups, in the analysis's vocabulary (fixed before measuring)
+    assert sorted(row["planted_data_rank"] for row in table.values()) == list(range(1, 11))
+    assert {row["planted_group"] for row in table.values()} == set(GROUPS) - {"undetermined"}
+    assert table["creative_writing"]["planted_group"] == "saturating"
+    assert table["role_play"]["planted_data_rank"] < table["math"]["planted_data_rank"] < 4
+    # the text formulation ranks only sets of the gold's size: a higher ethics plateau
+    assert table["ethics"]["expected_plateau_text"] > table["ethics"]["expected_plateau"]
+    assert table["role_play"]["expected_plateau_text"] == table["role_play"]["expected_plateau"]
+    assert table["math"]["steps"] == [1, 3]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("formulation", ["letter", "text"])
+def test_every_ood_prompt_fits_the_micro_context_with_room_for_the_answer(micro_dir, formulation):
+    """A 5-shot prompt and its answer fit the micro bases' 256 positions, with 16 tokens to
+    spare for a letter's generation budget (#21: teacher qualification used to get none)."""
+    tok = AutoTokenizer.from_pretrained(micro_dir / "tokenizer")
+    prepare_tokenizer(tok)
+    test = load_items(micro_dir, "test")
+    for it in (abilities.formulate(x, formulation) for x in test if x["ability"] in OOD_KEYS):
+        prompt = tok.apply_chat_template(it["messages"][:-1], tokenize=False,
+                                         add_generation_prompt=True)  # fmt: skip
+        answers = it["choices"] or [it["messages"][-1]["content"]]
+        longest = max(len(tok(tok.apply_chat_template(it["messages"][:-1] + [
+            {"role": "assistant", "content": a}], tokenize=False), add_special_tokens=False)[
+            "input_ids"]) for a in answers)  # fmt: skip
+        assert len(tok(prompt, add_special_tokens=False)["input_ids"]) <= 240 and longest <= 256
+
+
+@pytest.mark.slow
+def test_every_micro_item_agrees_on_the_gold_in_both_formulations(micro_dir):
+    for split in ("train", "valid", "test"):
+        for it in load_items(micro_dir, split):
+            check_agreement(it)
