@@ -1,4 +1,5 @@
-"""The micro world's targets (issue #12), checked on a micro study's scores.
+"""The micro world's targets (issue #12's for the letter formulation, #21's for the text
+formulation), checked on a micro study's scores.
 
 A micro study fine-tunes two bases over n items per ability (``recipes/grids/micro.yaml``);
 the targets ask whether its abilities respond as the micro world planted them
@@ -24,6 +25,9 @@ from doit.grid.results import read_results
 
 SPLITS = ("valid", "test")
 KNOWLEDGE_SIZE = ("biology", "history", "chinese", "code")
+# #21: the planted-learnable abilities other than math (math is asked for less: +3 points)
+LEARNABLE = ("biology", "history", "code", "creative_writing", "chinese", "understanding",
+             "reasoning")  # fmt: skip
 REPLICATES = 2000
 
 
@@ -122,6 +126,36 @@ def _ethics(c, truth, table, small, large, lo_n, hi_n):
     return bool((et.hi < 100 * truth["ethics"]["expected_plateau"] + 10).all()), _cells(et)
 
 
+def _ethics_near(c, truth, table, small, large, lo_n, hi_n):
+    """The text formulation's plateau (``expected_plateau_text``: only the sets of the gold's
+    size are ranked, so the unsettled customs cost less): never above it + 10, and within
+    +- 10 of it at the largest n."""
+    et = table[table.ability == "ethics"]
+    plateau = 100 * truth["ethics"]["expected_plateau_text"]
+    top = et[et.n == hi_n]
+    ok = bool((et.score <= plateau + 10).all() and (top.score - plateau).abs().le(10).all())
+    return ok, f"text plateau {plateau:.1f}; " + _cells(et)
+
+
+def _learnable_text(c, truth, table, small, large, lo_n, hi_n):
+    big = table[(table.base == large) & (table.n == hi_n)].set_index("ability")
+    above = {a: float(big.loc[a, "above_chance"]) for a in LEARNABLE}
+    learn = [a for a, v in above.items() if v >= 15]
+    detail = ", ".join(f"{a} {v:+.1f}" for a, v in above.items())
+    return len(learn) >= 6, f"{len(learn)} of {len(LEARNABLE)}: {detail}"
+
+
+def _data_text(c, truth, table, small, large, lo_n, hi_n):
+    gains = {a: diff(c, a, (large, hi_n), (large, lo_n)) for a in LEARNABLE}
+    ok = [a for a, (d, lo, _) in gains.items() if d >= 10 and lo > 0]
+    return len(ok) >= 5, f"{len(ok)}: " + _fmt(gains)
+
+
+def _math(c, truth, table, small, large, lo_n, hi_n):
+    d, lo, hi = diff(c, "math", (large, hi_n), (large, lo_n))
+    return d >= 3 and lo > 0, _fmt({"math": (d, lo, hi)})
+
+
 def _creative(c, truth, table, small, large, lo_n, hi_n):
     cw = {b: diff(c, "creative_writing", (b, hi_n), (b, 64)) for b in (small, large)}
     return all(abs(d) <= 5 or lo <= 0 <= hi for d, lo, hi in cw.values()), _fmt(cw)
@@ -141,13 +175,28 @@ TARGETS = (
 )  # fmt: skip
 
 
+TEXT_TARGETS = (
+    ("learnable: >= 6 of the 7 planted-learnable abilities but math >= 15 points above chance, "
+     "larger base, n = {hi}", _learnable_text),
+    ("data responds: >= 5 of them gain >= 10 points, n = {lo} -> {hi}, CI above 0", _data_text),
+    ("data responds: math gains >= 3 points, n = {lo} -> {hi}, CI above 0", _math),
+    TARGETS[2], TARGETS[3], TARGETS[4], TARGETS[5],
+    ("plateau: ethics never above its planted (text) plateau + 10, within +- 10 of it at n = {hi}",
+     _ethics_near),
+    TARGETS[7],
+)  # fmt: skip
+SETS = {"letter": TARGETS, "text": TEXT_TARGETS}  # #12's targets, #21's
+
+
 def check_targets(
-    counts: Counts, truth: dict, small: str, large: str, lo_n: int, hi_n: int
-) -> list[tuple[str, bool | None, str]]:
-    """[(target, passed or None when the study lacks its cells, detail)] for issue #12."""
+    counts: Counts, truth: dict, small: str, large: str, lo_n: int, hi_n: int,
+    which: str = "letter",
+) -> list[tuple[str, bool | None, str]]:  # fmt: skip
+    """[(target, passed or None when the study lacks its cells, detail)]: issue #12's targets
+    (``which="letter"``) or #21's (``"text"``)."""
     table = score_table(counts, truth)
     results = []
-    for name, check in TARGETS:
+    for name, check in SETS[which]:
         try:
             ok, detail = check(counts, truth, table, small, large, lo_n, hi_n)
         except KeyError as missing:  # a (base, n) cell the target compares is not in the study

@@ -1,6 +1,9 @@
-"""The micro study's scores, valid and test pooled, and issue #12's targets checked on them.
+"""The micro study's scores, valid and test pooled, and its targets checked on them.
 
     python studies/micro_study/targets.py runs/study/micro [--data data/generated/micro] [--out DIR]
+        [--targets letter|text]
+
+``--targets letter``: issue #12's (the letter formulation); ``text``: issue #21's.
 
 Reads a study folder written by ``python -m doit.grid run``; every computation is
 ``doit.analysis.targets``' (last epoch, valid and test pooled, paired item bootstrap with
@@ -28,11 +31,13 @@ def main(argv=None) -> int:
     p.add_argument("--hi-n", "--hi_n", type=int, default=256)
     p.add_argument("--out", type=Path)
     p.add_argument("--replicates", type=int, default=targets.REPLICATES)
+    p.add_argument("--targets", choices=tuple(targets.SETS), default="letter")
     args = p.parse_args(argv)
     truth = read_json(args.data / "ground_truth.json")["abilities"]
     counts = targets.micro_scores(args.study, args.replicates)
     table = targets.score_table(counts, truth)
-    checks = targets.check_targets(counts, truth, args.small, args.large, args.lo_n, args.hi_n)
+    checks = targets.check_targets(counts, truth, args.small, args.large, args.lo_n, args.hi_n,
+                                   args.targets)
     text = targets.markdown(table, checks)
     print(text, end="")
     if args.out:

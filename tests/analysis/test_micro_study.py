@@ -143,3 +143,22 @@ def test_the_rerun_script_writes_the_table_and_the_checks(study):
     assert report == proc.stdout and "| biology | 25.0 |" in report
     assert "- [x] size responds" in report and "- [-]" not in report
     assert len((out / "scores.csv").read_text().splitlines()) == 1 + 10 * 8
+
+
+def test_the_text_targets_check_issue_21s_numbers(study, counts):
+    """#21's set: the seven learnable abilities but math, math's own small gain, and ethics
+    judged against the text formulation's plateau (here 0.25: planted 0.2, within 10)."""
+    world = {a: {**t, "expected_plateau_text": 0.25 if a == "ethics" else None}
+             for a, t in truth(study).items()}  # fmt: skip
+    checks = targets.check_targets(counts, world, "small", "big", 4, 256, "text")
+    by_name = {name: (ok, detail) for name, ok, detail in checks}
+    learnable = next(v for k, v in by_name.items() if k.startswith("learnable"))
+    assert learnable[0] is True and learnable[1].startswith("7 of 7")
+    math = next(v for k, v in by_name.items() if "math gains" in k)
+    assert math[0] is True  # planted +0.3 from n = 4 to 256
+    ethics = next(k for k in by_name if k.startswith("plateau: ethics"))
+    assert by_name[ethics][0] is True
+    world["ethics"]["expected_plateau_text"] = 0.5  # 30 points above what ethics scores
+    again = {n: ok for n, ok, _ in targets.check_targets(counts, world, "small", "big", 4, 256,
+                                                          "text")}  # fmt: skip
+    assert again[ethics] is False

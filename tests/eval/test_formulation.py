@@ -15,9 +15,10 @@ from doit.eval.cli import main
 from doit.eval.evaluate import load_split_items
 from doit.eval.predict import EMPTY_QUESTION, encode, predict_items, prompt_text
 from doit.eval.score import score_item, score_predictions
+from doit.testing import continuation_logprob, tiny_llama
 from doit.train.sft.data import encode as training_encode
 from doit.train.sft.data import training_template
-from tests.tiny import FIXTURE, byte_bpe_tokenizer, continuation_logprob, tiny_llama
+from tests.tiny import FIXTURE, byte_bpe_tokenizer
 
 TEXT_KINDS = (ab.MC_TEXT, ab.TF_TEXT, ab.MULTISELECT_TEXT)
 
