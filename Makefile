@@ -29,18 +29,11 @@ check-cxx:
 	  echo "error: no C++ compiler (c++/g++) found. DeepSpeed compiles its CPU ops at run time;" >&2; \
 	  echo "       install one (Debian/Ubuntu: apt-get install g++) and rerun." >&2; exit 1; }
 
-# The demo study: the micro corpus (built once), two micro bases (pretrained once), fine-tuned
-# and scored cells (recipes/grids/demo.yaml); a rerun reuses every finished piece.
+# The demo: the whole study at micro scale (recipes/demo.py): the micro corpus, two micro bases,
+# the grid recipes/grids/demo.yaml, the analysis, a curriculum trained and compared, the report
+# and a summary; each step timed beside its budget. A rerun reuses every finished piece.
 demo: $(VENV)/.installed check-cxx
-	test -f $(DEMO_DIR)/manifest.json || { $(PY) -m doit.data micro --out $(DEMO_DIR) && \
-	  $(PY) -m doit.data validate $(DEMO_DIR) && \
-	  $(PY) -m doit.data stats $(DEMO_DIR) --tokenizer $(DEMO_DIR)/tokenizer --plot $(DEMO_DIR)/lengths.png; }
-	mkdir -p $(DEMO_STUDY)
-	$(PY) -m doit.grid plan $(DEMO_GRID) --out $(DEMO_STUDY) --replan > $(DEMO_STUDY)/plan.txt || \
-	  { cat $(DEMO_STUDY)/plan.txt; exit 1; }
-	$(PY) -m doit.grid run $(DEMO_STUDY) --max-parallel 2 --threads 1
-	$(PY) -m doit.grid table $(DEMO_STUDY)
-	$(PY) -m doit.analysis run $(DEMO_STUDY) --out $(DEMO_STUDY)/analysis
+	$(PY) recipes/demo.py --data $(DEMO_DIR) --grid $(DEMO_GRID) --study $(DEMO_STUDY)
 
 test: $(VENV)/.installed check-cxx
 	$(PY) -m pytest -q --durations=15

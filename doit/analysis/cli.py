@@ -131,27 +131,8 @@ def run(args) -> int:
         trained = sorted(a.analysed_rows["cell_formulation"].dropna().unique())
         a.complexity = measure_complexity(args.base, args.data, args.chat_format,
                                           trained[0] if len(trained) == 1 else "letter")  # fmt: skip
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    step, written = args.step, []
-
-    def save(name, df):
-        df.to_csv(out / name, index=False)
-        written.append(out / name)
-
-    if step in ("run", "select"):
-        save("selected.csv", a.selected)
-        if not a.formulations.empty:
-            save("formulations.csv", a.formulations)
-    if step in ("run", "fit"):
-        save("fits.csv", a.fits)
-        save("sensitivity.csv", a.sensitivity)
-    if step in ("run", "features"):
-        save("features.csv", a.features)
-        if not a.explain.empty:
-            save("explain.csv", a.explain)
-    if step in ("run", "predict"):
-        save("predictions.csv", a.predictions)
+    out, step = args.out, args.step
+    written = write_tables(a, out, step)
     figures = {}
     if step in ("run", "plot", "report"):
         figures = plots.save_all(a, out)
@@ -172,6 +153,27 @@ def run(args) -> int:
     if step in ("run", "report"):
         print(f"report: {out / 'report.html'}")
     return 0
+
+
+def write_tables(a, out: Path, step: str = "run") -> list[Path]:
+    """The CSV outputs of ``step`` (run: all of them), each written atomically; returns them."""
+    from doit.io import atomic_path
+
+    out.mkdir(parents=True, exist_ok=True)
+    wanted = {"select": [("selected.csv", lambda: a.selected),
+                         ("formulations.csv", lambda: a.formulations)],
+              "fit": [("fits.csv", lambda: a.fits), ("sensitivity.csv", lambda: a.sensitivity)],
+              "features": [("features.csv", lambda: a.features), ("explain.csv", lambda: a.explain)],
+              "predict": [("predictions.csv", lambda: a.predictions)]}  # fmt: skip
+    written = []
+    for name, table in (x for k, pairs in wanted.items() if step in ("run", k) for x in pairs):
+        df = table()
+        if df.empty and name in ("formulations.csv", "explain.csv"):  # written only when held
+            continue
+        with atomic_path(out / name) as tmp:
+            df.to_csv(tmp, index=False)
+        written.append(out / name)
+    return written
 
 
 def curriculum(args) -> int:

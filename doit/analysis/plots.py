@@ -3,7 +3,7 @@
 - ``scaling_data``: per ability, score vs training items per ability on a log4 axis, one line
   per base: observed points (the untuned n = 0 cell hollow, one 4x step left of the smallest n:
   it is not fitted), the fitted curve and its 95% band where a fit exists, the chance line;
-- ``macro``: the macro average over abilities, the same way;
+- ``macro``: the macro average over the in-domain abilities (not the OOD sets), the same way;
 - ``sensitivity_features``: each sensitivity against Complexity and Transference, labelled;
 - ``heatmap``: per ability, the observed score over base x n;
 - ``loss_vs_params`` (a pretraining ladder, ``doit.analysis.ladder``): final validation loss
@@ -23,6 +23,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from doit.analysis.fits import uniform  # noqa: E402
+from doit.data import abilities as ab  # noqa: E402
 
 FIGURES = ("scaling_data", "macro", "sensitivity_features", "heatmap")
 
@@ -125,6 +126,7 @@ def macro(a) -> plt.Figure:
     base-averaged fitted curve where every ability of that base has a fit."""
     fig, ax = plt.subplots(figsize=(5, 3.6))
     obs, order = _observed(a)
+    obs = obs[obs["ability"].isin(ab.ABILITY_KEYS)]  # the in-domain macro: OOD sets left out
     if obs.empty:
         _say(ax, "no uniform or untuned-base test scores to draw")
         return fig
@@ -158,7 +160,7 @@ def macro(a) -> plt.Figure:
     chance = float(obs.groupby("ability")["chance"].mean().mean())
     ax.axhline(chance, color="grey", ls=":", lw=1, label="chance", gid="chance")
     _data_axis(ax, obs, x0, "macro test score")
-    ax.set_title("macro average")
+    ax.set_title(f"macro average of {n_abilities} in-domain abilities", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

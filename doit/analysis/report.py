@@ -10,21 +10,74 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from doit.analysis import summary
 from doit.analysis.fits import CRITERION, MEANINGFUL_IC_GAP
 from doit.analysis.formulation import describe as describe_formulation
 from doit.analysis.limits import NEED_PREDICT
 from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
 from doit.analysis.sensitivity import PUBLISHED
+from doit.data import abilities as ab
+from doit.io import atomic_path
 
 PAPER_TABLE = Path(__file__).with_name("paper_tables.csv")  # the study's published tables
 
 
-def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
+def blocks(a, figures: dict[str, Path], curriculum=(), headline: str | None = None):
+    """The report as (kind, content) blocks, in a results section's order: the headline and the
+    scaling figures, the groups, the ``curriculum`` blocks, the features, the held-out
+    predictions; methods, limits and the full tables last, folded."""
+    truth = a.ground_truth is not None
+    b = [("h1", "Scaling analysis")]
+    if truth:
+        b.append(("p", summary.SYNTHETIC))
+    b += [("p", headline or summary.headline(a)),
+          ("figure", figures.get("scaling_data")),
+          ("p", "Test score against training items per ability (log scale), one line per base: "
+                "points observed, the fitted curve with its 95% band, the untuned base hollow "
+                "one 4x step left, chance dotted."),
+          ("figure", figures.get("macro")),
+          ("p", f"Macro: the mean of the {len(_in_domain(a))} in-domain abilities' test scores "
+                "(the C-Eval OOD sets are not in it), per base.")]  # fmt: skip
+    b += _group_blocks(a)
+    b += list(curriculum)
+    b += _feature_blocks(a, figures)
+    b += _prediction_blocks(a)
+    b.append(("details", ("Methods, limits and the full tables", _detail_blocks(a, figures))))
+    return b
+
+
+def _in_domain(a) -> list[str]:
+    return [k for k in ab.ABILITY_KEYS if k in set(a.sensitivity["ability"])]
+
+
+def _group_blocks(a):
+    s = _published(a.sensitivity, a.ground_truth)
+    compact = pd.DataFrame({"ability": s["ability"]})
+    for axis in ("data", "size"):
+        v, lo, hi = (s[f"{axis}_sensitivity{x}"] for x in ("", "_lo", "_hi"))
+        compact[f"{axis} sensitivity [95% CI]"] = [
+            "" if pd.isna(x) else summary.ci(x, y, z) for x, y, z in zip(v, lo, hi)]  # fmt: skip
+        compact[f"MDE {axis}"] = s[f"mde_{axis}"].round(1)
+    compact["group"] = s["group"]
+    for col in ("planted_group", "published_group"):
+        if col in s and (s[col] != "").any():
+            compact[col.replace("_", " ")] = s[col]
+    return [("h2", "Sensitivity and groups"),
+            ("p", "Data sensitivity: fitted points per 4x training items (averaged over bases); "
+                  "size sensitivity: fitted points per doubling of non-embedding parameters "
+                  f"(averaged over n). A factor is responsive when its CI's lower bound exceeds "
+                  f"delta = {a.delta:g} points, resistant when its CI lies inside [-{a.delta:g}, "
+                  f"{a.delta:g}], otherwise undetermined; MDE is the smallest sensitivity this "
+                  "grid and item count would detect (80% power), so an undetermined factor with "
+                  "a large MDE is underpowered, not resistant."),
+            ("table", compact)]  # fmt: skip
+
+
+def _detail_blocks(a, figures):
     sens, fits = a.sensitivity, a.fits
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
-    b = [("h1", "Scaling analysis"),
-         ("p", describe_formulation(a.analysed_rows, a.formulation)),
+    b = [("p", describe_formulation(a.analysed_rows, a.formulation)),
          ("p", f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
                "macro in-domain validation score among epochs >= 5, reported on test, unless "
                f"another rule was asked for); {int(a.selected.drop_duplicates('cell')['fallback'].sum())} "
@@ -35,36 +88,22 @@ def blocks(a, figures: dict[str, Path]) -> list[tuple[str, object]]:
                   else ". Without per-item rows the cells are not paired, so CIs on differences "
                        "between cells are wider than a paired bootstrap's."))]  # fmt: skip
     if a.limits:
-        b += [("h2", "What this study could not give"),
-              ("list", a.limits)]  # fmt: skip
+        b += [("h3", "What this study could not give"), ("list", a.limits)]
     if not a.formulations.empty:
-        b += [("h2", "Formulations"),
+        b += [("h3", "Formulations"),
               ("p", "Checkpoints scored in several formulations: the mean score of each and of "
                     "the per-checkpoint maximum (OLMES's max rule), by base, n, split and ability."),
               ("table", a.formulations.round(2))]  # fmt: skip
-    b += [("h2", "Sensitivity and groups"),
-          ("p", "data_sensitivity: fitted points per 4x training items (averaged over bases); "
-                "size_sensitivity: fitted points per doubling of non-embedding parameters "
-                f"(averaged over n); 95% CIs. A factor is responsive when its CI's lower bound "
-                f"exceeds delta = {a.delta:g} points, resistant when its CI lies inside "
-                f"[-{a.delta:g}, {a.delta:g}], otherwise undetermined; mde_* is the smallest "
-                "sensitivity this grid and item count would detect (80% power), so an "
-                "undetermined factor with a large MDE is underpowered, not resistant."),
-          ("table", _published(sens, a.ground_truth))]  # fmt: skip
-    b += [("h2", "Fits"),
+    b += [("h3", "Sensitivities, every column"), ("table", _published(sens, a.ground_truth)),
+          ("h3", "Fits"),
           ("p", f"Three forms per series (logistic in log n with the chance floor fixed and a "
                 f"ceiling of 100; log-linear; the logistic with a free ceiling, from four points), "
                 f"chosen by {CRITERION}. {len(weak)} of {len(chosen)} series chose with a gap "
                 f"under {MEANINGFUL_IC_GAP:g}: there the choice means little, and the "
                 "replicates choose their own form, so the CIs carry that doubt."),
-          ("table", chosen.drop(columns=["rule", "uncertainty"], errors="ignore").round(3))]  # fmt: skip
-    for name, title in (("scaling_data", "Score vs data, per ability"), ("macro", "Macro average")):
-        b += [("h3", title), ("figure", figures.get(name))]
-    b += [("h3", "Base x n"), ("figure", figures.get("heatmap"))]
-    b += _prediction_blocks(a)
-    b += _feature_blocks(a, figures)
-    b += _paper_blocks(a)
-    return b
+          ("table", chosen.drop(columns=["rule", "uncertainty"], errors="ignore").round(3)),
+          ("h3", "Base x n"), ("figure", figures.get("heatmap"))]  # fmt: skip
+    return b + _paper_blocks(a)
 
 
 def _published(sens: pd.DataFrame, truth: dict | None = None) -> pd.DataFrame:
@@ -161,17 +200,20 @@ def _paper_blocks(a):
     return out + [("table", wide.round(2))]
 
 
-def write(a, out: Path, figures: dict[str, Path], extra=()) -> tuple[Path, Path]:
-    """report.md and report.html; ``extra``: more blocks at the end (a curriculum section)."""
-    return write_blocks(blocks(a, figures) + list(extra), out)
+def write(a, out: Path, figures: dict[str, Path], extra=(), headline=None) -> tuple[Path, Path]:
+    """report.md and report.html; ``extra``: the curriculum's blocks (after the groups),
+    ``headline``: the opening paragraph (default `summary.headline`)."""
+    return write_blocks(blocks(a, figures, extra, headline), out)
 
 
 def write_blocks(bl, out: Path) -> tuple[Path, Path]:
-    """report.md and the self-contained report.html of ``bl`` ((kind, content) blocks)."""
-    md = out / "report.md"
-    md.write_text(to_markdown(bl, out), encoding="utf-8")
-    page = out / "report.html"
-    page.write_text(to_html(bl), encoding="utf-8")
+    """report.md and the self-contained report.html of ``bl`` ((kind, content) blocks), each
+    written to a temporary file and renamed: a failure never leaves half a report."""
+    md, page = out / "report.md", out / "report.html"
+    with atomic_path(md) as tmp:
+        tmp.write_text(to_markdown(bl, out), encoding="utf-8")
+    with atomic_path(page) as tmp:
+        tmp.write_text(to_html(bl), encoding="utf-8")
     return md, page
 
 
@@ -188,6 +230,10 @@ def to_markdown(bl, out: Path) -> str:
             parts.append(_md_table(x))
         elif kind == "figure" and x is not None:
             parts.append(f"![{x.stem}]({x.relative_to(out)})")
+        elif kind == "details":
+            title, inner = x
+            parts.append(f"<details><summary>{title}</summary>\n\n"
+                         f"{to_markdown(inner, out).rstrip()}\n\n</details>")  # fmt: skip
     return "\n\n".join(parts) + "\n"
 
 
@@ -206,6 +252,16 @@ def _cell(v) -> str:
 
 
 def to_html(bl) -> str:
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
+             ".scroll{overflow-x:auto;max-width:100%}"
+             "table.t{border-collapse:collapse;font-size:12px;margin:1em 0;white-space:nowrap}"
+             "table.t td,table.t th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}"
+             "details{margin:1.5em 0}summary{font-weight:bold;cursor:pointer}")  # fmt: skip
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>doit scaling analysis"
+            f"</title><style>{style}</style></head><body>{_html_body(bl)}</body></html>\n")  # fmt: skip
+
+
+def _html_body(bl) -> str:
     body = []
     for kind, x in bl:
         if kind in ("h1", "h2", "h3"):
@@ -215,12 +271,13 @@ def to_html(bl) -> str:
         elif kind == "list":
             body.append("<ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in x) + "</ul>")
         elif kind == "table":
-            body.append(x.to_html(index=False, na_rep="", border=0, classes="t"))
+            table = x.to_html(index=False, na_rep="", border=0, classes="t")
+            body.append(f'<div class="scroll">{table}</div>')
         elif kind == "figure" and x is not None:
             data = base64.b64encode(Path(x).read_bytes()).decode("ascii")
             body.append(f'<figure><img alt="{x.stem}" src="data:image/png;base64,{data}"></figure>')
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
-             "table.t{border-collapse:collapse;font-size:12px;margin:1em 0}"
-             "table.t td,table.t th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}")  # fmt: skip
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>doit scaling analysis"
-            f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>\n")  # fmt: skip
+        elif kind == "details":
+            title, inner = x
+            body.append(f"<details><summary>{html.escape(title)}</summary>{_html_body(inner)}"
+                        "</details>")  # fmt: skip
+    return "".join(body)

@@ -1,0 +1,210 @@
+"""The whole study at micro scale, on a laptop CPU: what `make demo` runs.
+
+```bash
+python recipes/demo.py                     # corpus, bases, cells, analysis, curriculum, summary
+python recipes/demo.py --study runs/study/demo --data data/generated/micro --workers 2
+```
+
+Five timed steps, each printed beside its budget (a first run's, on 2 cores; a rerun reuses
+every finished piece and takes well under a minute):
+
+1. corpus: the synthetic micro DoIT (`doit.data.micro.write_corpus`), or the one built;
+2. bases: the grid's pretraining cells (`recipes/grids/demo.yaml`), or the bases built;
+3. cells: the grid's fine-tuned and untuned cells, scored on valid and test with the OOD sets;
+4. analysis: fits, sensitivities and groups with their MDE, held-out predictions, Complexity
+   (on the smaller base) and Transference, the agreement with the corpus's planted properties;
+5. curriculum: `marginal` against `uniform` at 640 items on the larger base, fitted on valid,
+   the marginal mix trained and both scored on test (uniform is the grid's n = 64 cell: the
+   same draw); then the report (``STUDY/analysis/report.html``) and a summary of <= 10 lines,
+   also kept in ``STUDY/analysis/summary.txt``.
+
+What the library prints beyond the step lines goes to ``STUDY/demo.log``; the runner's
+progress bars stay on the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+BUDGETS = {"corpus": 30, "bases": 330, "cells": 390, "analysis": 60, "curriculum": 90}
+CURRICULUM_BUDGET = 640  # items: 64 per ability, so uniform is the grid's n = 64 cell
+SEEDS = (0,)  # one training seed: the curriculum's CI is over items only (the summary says so)
+
+
+class Clock:
+    """Times each step and prints it beside its budget."""
+
+    def __init__(self, budgets: dict[str, int]):
+        self.budgets, self.started = budgets, time.perf_counter()
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        i, k = list(self.budgets).index(name) + 1, len(self.budgets)
+        print(f"[{i}/{k}] {name} ...", flush=True)
+        started = time.perf_counter()
+        yield
+        spent, budget = time.perf_counter() - started, self.budgets[name]
+        over = "  OVER BUDGET" if spent > budget else ""
+        print(f"[{i}/{k}] {name}: {spent:.0f} s (budget {budget} s){over}", flush=True)
+
+    @property
+    def total(self) -> float:
+        return time.perf_counter() - self.started
+
+
+@contextlib.contextmanager
+def logged(path: Path):
+    """What the library prints goes to ``path`` (progress bars stay on stderr)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
+        yield
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", type=Path, default=Path("data/generated/micro"))
+    p.add_argument("--grid", type=Path, default=Path("recipes/grids/demo.yaml"))
+    p.add_argument("--study", type=Path, default=Path("runs/study/demo"))
+    p.add_argument("--workers", type=int, default=2, help="cells at once (one thread each)")
+    p.add_argument("--budget", type=int, default=CURRICULUM_BUDGET, help="curriculum items")
+    p.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    """Exit 0 when the demo finished, 1 when a cell failed, 2 on a located input error (one
+    line naming what to fix; nothing half-written)."""
+    from doit.analysis.curriculum.options import CurriculumError
+    from doit.data.schema import DataError
+    from doit.grid.plan import PlanError
+    from doit.grid.results import ResultsError
+    from doit.grid.spec import GridError
+    from doit.io import OutputError
+
+    try:
+        return demo(parse_args(argv))
+    except (CurriculumError, DataError, GridError, OutputError, PlanError, ResultsError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def demo(a) -> int:
+    from doit.data.micro.corpus import describe, write_corpus
+    from doit.grid.plan import write_plan
+    from doit.grid.runner import run_study
+    from doit.grid.spec import load_grid
+
+    clock, log = Clock(BUDGETS), a.study / "demo.log"
+    with clock.step("corpus"):
+        if not (a.data / "manifest.json").is_file():
+            with logged(log):
+                write_corpus(a.data)
+        print(f"    {describe(a.data)}")
+    grid = load_grid(a.grid, {"doit_dir": str(a.data)})
+    with logged(log):
+        cells, _ = write_plan(grid, a.study, replan=True)
+    print(f"    {a.study}: {len(cells)} cells planned from {a.grid}")
+    with clock.step("bases"):
+        run_study(a.study, "local", a.workers, 1, pattern="pretrain-*")
+    with clock.step("cells"):
+        ended = run_study(a.study, "local", a.workers, 1)
+    failed = sorted(c for c, state in ended.items() if state == "failed")
+    if failed:
+        print(f"error: failed cells: {', '.join(failed)} (their worker.log; "
+              f"python -m doit.grid status {a.study})", file=sys.stderr)  # fmt: skip
+        return 1
+    out = a.study / "analysis"
+    stamp = fingerprint(a.study)
+    lines = reuse_summary(out, stamp, a.budget)
+    if lines is None:
+        lines = analyse(a, grid, clock, log, out)
+        save_summary(out, stamp, a.budget, lines)
+    else:
+        print("    analysis and curriculum: up to date with the study's results (reused)")
+        lines[0] += f"; this run {clock.total / 60:.1f} min"
+    print("\n".join(lines))
+    return 0
+
+
+def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
+    """Steps 4 and 5, the report and the summary lines."""
+    from doit.analysis import plots, report, summary
+    from doit.analysis.curriculum import outputs
+
+    with clock.step("analysis"), logged(log):
+        analysis = run_analysis(a.study, a.data, out, grid, a.replicates)
+        figures = plots.save_all(analysis, out)
+    base = grid.bases[-1].name  # the larger base: the grids list them smallest first
+    with clock.step("curriculum"), logged(log):
+        result, tables = run_curriculum(a.study, a.data, out / "curriculum", base, a.budget,
+                                        a.workers)  # fmt: skip
+        png = outputs.save_figure(result, out)
+        gain = summary.curriculum_gain(tables["differences"])
+        from doit.analysis.curriculum import validate
+
+        section = outputs.blocks(result, png) + validate.blocks(tables)
+        headline = summary.headline(analysis, gain, a.budget, base, len(SEEDS))
+        report.write(analysis, out, figures, section, headline)
+    cells = len(analysis.table["cell"].unique())
+    return summary.summary_lines(analysis, gain, clock.total, out / "report.html", a.budget,
+                                 base, len(SEEDS), cells)  # fmt: skip
+
+
+def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
+    """The study's analysis on test (the rule `last`), Complexity measured on the smaller base
+    as the cells were asked (their formulation), every table written; returns the Analysis."""
+    from doit.analysis.cli import measure_complexity, write_tables
+    from doit.analysis.pipeline import Analysis, load_truth
+
+    analysis = Analysis(str(study), "last", replicates, ground_truth=load_truth(data))
+    analysis.complexity = measure_complexity(str(grid.bases[0].resolved), str(data),
+                                             grid.bases[0].chat_format, grid.formulations[0])  # fmt: skip
+    write_tables(analysis, out)
+    return analysis
+
+
+def run_curriculum(study: Path, data: Path, out: Path, base: str, budget: int, workers: int):
+    """marginal vs uniform at ``budget`` items on ``base``: fitted on valid, written, the
+    marginal mix trained (uniform reuses the grid's cell), both compared on test."""
+    from doit.analysis import curriculum as cur
+    from doit.analysis.curriculum import validate
+
+    options = cur.Options(budget=budget, policies=("marginal",), base=base, data=str(data))
+    result = cur.make(str(study), options)
+    cur.write(result, out)
+    tables = validate.run(result, out, seeds=SEEDS, max_parallel=workers, threads=1)
+    cur.outputs.write_report(result, out, validate.blocks(tables))
+    return result, tables
+
+
+def fingerprint(study: Path) -> str:
+    """The study's results table's sha256: the analysis is current while it is unchanged."""
+    return hashlib.sha256((study / "results.csv").read_bytes()).hexdigest()
+
+
+def reuse_summary(out: Path, stamp: str, budget: int) -> list[str] | None:
+    """The summary of an earlier run on the same results and budget, or None."""
+    path = out / "summary.json"
+    if not (path.is_file() and (out / "report.html").is_file()):
+        return None
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    same = kept.get("results_sha256") == stamp and kept.get("budget") == budget
+    return list(kept["lines"]) if same else None
+
+
+def save_summary(out: Path, stamp: str, budget: int, lines: list[str]) -> None:
+    from doit.io import atomic_write_text
+
+    atomic_write_text(out / "summary.txt", "\n".join(lines) + "\n")
+    record = {"results_sha256": stamp, "budget": budget, "lines": lines}
+    atomic_write_text(out / "summary.json", json.dumps(record, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
