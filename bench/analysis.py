@@ -23,8 +23,10 @@ from doit.grid.results import write_shard  # noqa: E402
 
 
 def paper_sized(folder: Path) -> None:
-    curves = {a: Curve(a=-1.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.05 * (i % 4))
-              for i, a in enumerate(ABILITY_KEYS)}  # fmt: skip
+    curves = {
+        a: Curve(a=-1.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.05 * (i % 4))
+        for i, a in enumerate(ABILITY_KEYS)
+    }
     table, items, _ = planted_study(curves, bases=BASES, n_items=100, rng=0)
     for cell, df in table.groupby("cell"):
         write_shard(folder, cell, df)
@@ -40,11 +42,21 @@ def run() -> int:
     root = args.keep or Path(tempfile.mkdtemp(prefix="doit-bench-analysis-"))
     paper_sized(root / "study")
     start = time.perf_counter()
-    rc = main(["run", str(root / "study"), "--out", str(root / "analysis"),
-               "--replicates", str(args.replicates)])  # fmt: skip
+    rc = main(
+        [
+            "run",
+            str(root / "study"),
+            "--out",
+            str(root / "analysis"),
+            "--replicates",
+            str(args.replicates),
+        ]
+    )
     took = time.perf_counter() - start
-    print(f"analysis run: {took:.1f} s ({args.replicates} replicates, 10 abilities x 3 bases x "
-          f"6 n x 100 items, per-item rows); budget 30 s: {'ok' if took < 30 else 'OVER'}")  # fmt: skip
+    print(
+        f"analysis run: {took:.1f} s ({args.replicates} replicates, 10 abilities x 3 bases x "
+        f"6 n x 100 items, per-item rows); budget 30 s: {'ok' if took < 30 else 'OVER'}"
+    )
     return rc
 
 

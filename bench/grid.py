@@ -49,12 +49,18 @@ OVERRIDES = {"num_train_epochs": 2, "min_steps": 0, "disable_tqdm": True}
 
 def call(args: list[str], threads: int, cache: Path, log: Path) -> float:
     """Run ``python <args>`` from the repository root; returns its wall seconds."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": str(threads),
-           "MKL_NUM_THREADS": str(threads), "DOIT_CACHE": str(cache)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "DOIT_CACHE": str(cache),
+    }
     started = time.perf_counter()
     with log.open("a", encoding="utf-8") as fh:
-        rc = subprocess.run([sys.executable, *args], cwd=REPO, env=env, stdout=fh,
-                            stderr=subprocess.STDOUT).returncode  # fmt: skip
+        rc = subprocess.run(
+            [sys.executable, *args], cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT
+        ).returncode
     wall = time.perf_counter() - started
     if rc:
         sys.exit(f"python {' '.join(args)} exited {rc} (log: {log})")
@@ -68,9 +74,24 @@ def ensure_inputs(base: Path, corpus: Path, work: Path) -> dict:
         call(["-m", "doit.data", "micro", "--out", str(corpus)], 2, work / "cache", work / "log")
     if not (base / "DONE").is_file():
         print(f"pretraining a micro base in {base} (vanilla_xs, 0.25 epoch) ...", flush=True)
-        call(["-m", "doit", "pretrain", "--config", str(PRETRAIN), "--output_dir", str(base),
-              "--num_train_epochs", "0.25", "--micro_dir", str(corpus)],
-             2, work / "cache", work / "log")  # fmt: skip
+        call(
+            [
+                "-m",
+                "doit",
+                "pretrain",
+                "--config",
+                str(PRETRAIN),
+                "--output_dir",
+                str(base),
+                "--num_train_epochs",
+                "0.25",
+                "--micro_dir",
+                str(corpus),
+            ],
+            2,
+            work / "cache",
+            work / "log",
+        )
     done = read_json(base / "DONE")
     return {"params": done["params_non_embedding"], "params_total": done["params_total"]}
 
@@ -110,8 +131,15 @@ def run_mode(mode: str, grid: Path, work: Path, threads: int) -> dict:
     if mode == "in-process":
         wall = call([*run, "--threads", str(threads)], threads, cache, log)
     elif mode == "per-cell":
-        wall = sum(call(["-m", "doit.grid", "run-cell", str(study), cid, "--threads",
-                         str(threads)], threads, cache, log) for cid in ids)  # fmt: skip
+        wall = sum(
+            call(
+                ["-m", "doit.grid", "run-cell", str(study), cid, "--threads", str(threads)],
+                threads,
+                cache,
+                log,
+            )
+            for cid in ids
+        )
     else:
         wall = call([*run, "--max-parallel", "2", "--threads", "1"], 1, cache, log)
     own = cell_seconds(study)
@@ -129,8 +157,10 @@ def cell_seconds(study: Path):
 
 
 def report(rows: list[dict], threads: int) -> None:
-    print(f"\n{'mode':<28}{'cells':>6}{'wall s':>9}{'cells/min':>10}{'train+score s':>15}"
-          f"{'overhead s/cell':>17}{'overhead %':>12}{'load':>6}")  # fmt: skip
+    print(
+        f"\n{'mode':<28}{'cells':>6}{'wall s':>9}{'cells/min':>10}{'train+score s':>15}"
+        f"{'overhead s/cell':>17}{'overhead %':>12}{'load':>6}"
+    )
     labels = {
         "in-process": f"in-process (1 x {threads})",
         "per-cell": f"process per cell (1 x {threads})",
@@ -142,26 +172,40 @@ def report(rows: list[dict], threads: int) -> None:
         cols = f"{over / r['cells']:>17.2f}{100 * over / r['own']:>11.1f}%"
         if r["mode"] == "workers":  # two cells at a time: wall minus the sum means nothing
             cols = f"{'-':>17}{'-':>12}"
-        print(f"{labels[r['mode']]:<28}{r['cells']:>6}{r['wall']:>9.1f}{per_min:>10.2f}"
-              f"{r['own']:>15.1f}{cols}{r['load']:>6.1f}")  # fmt: skip
+        print(
+            f"{labels[r['mode']]:<28}{r['cells']:>6}{r['wall']:>9.1f}{per_min:>10.2f}"
+            f"{r['own']:>15.1f}{cols}{r['load']:>6.1f}"
+        )
     by = {r["mode"]: r for r in rows}
     inp, per, wrk = by["in-process"], by["per-cell"], by["workers"]
     pct = 100 * (inp["wall"] - inp["own"]) / inp["own"]
-    print(f"\nin-process overhead {pct:.1f}% of train+score (goal <= 5%): "
-          f"{'ok' if pct <= 5 else 'MISSED'}")  # fmt: skip
+    print(
+        f"\nin-process overhead {pct:.1f}% of train+score (goal <= 5%): "
+        f"{'ok' if pct <= 5 else 'MISSED'}"
+    )
     extra = ((per["wall"] - per["own"]) - (inp["wall"] - inp["own"])) / per["cells"]
-    print(f"one process per cell: {100 * (per['wall'] - per['own']) / per['own']:.1f}% overhead, "
-          f"{extra:+.1f} s per cell over in-process")  # fmt: skip
+    print(
+        f"one process per cell: {100 * (per['wall'] - per['own']) / per['own']:.1f}% overhead, "
+        f"{extra:+.1f} s per cell over in-process"
+    )
     ratio = (wrk["cells"] / wrk["wall"]) / (inp["cells"] / inp["wall"])
     print(f"2 x 1 threads: {ratio:.2f}x the throughput of 1 x {threads}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--base", type=Path, default=REPO / "runs" / "bench" / "grid" / "vanilla_xs",
-                   help="a micro base (pretrained here when it holds no DONE)")  # fmt: skip
-    p.add_argument("--corpus", type=Path, default=REPO / "data" / "generated" / "micro",
-                   help="the generated micro corpus (built here when missing)")  # fmt: skip
+    p.add_argument(
+        "--base",
+        type=Path,
+        default=REPO / "runs" / "bench" / "grid" / "vanilla_xs",
+        help="a micro base (pretrained here when it holds no DONE)",
+    )
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        default=REPO / "data" / "generated" / "micro",
+        help="the generated micro corpus (built here when missing)",
+    )
     p.add_argument("--threads", type=int, default=2, help="threads of the 1 x T runs (cores)")
     p.add_argument("--quick", action="store_true", help="2 cells instead of 4")
     p.add_argument("--work", type=Path, default=None, help="keep the studies here (default: tmp)")

@@ -56,11 +56,21 @@ def start(study: Path, cache: Path, max_parallel: int) -> subprocess.Popen:
     """``python -m doit.grid run STUDY`` in a process group of its own (workers included),
     its output appended to ``STUDY.log``."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "DOIT_CACHE": str(cache)}
-    cmd = [sys.executable, "-m", "doit.grid", "run", str(study), "--max-parallel",
-           str(max_parallel), "--threads", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "doit.grid",
+        "run",
+        str(study),
+        "--max-parallel",
+        str(max_parallel),
+        "--threads",
+        "1",
+    ]
     with study.with_suffix(".log").open("a", encoding="utf-8") as log:
-        return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
+        return subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def finish(study: Path, cache: Path, max_parallel: int) -> tuple[float, float]:
@@ -91,12 +101,17 @@ def left_behind(study: Path) -> str:
     cells = read_plan(study).cells
     shards = [len(list((study / d).glob("*.parquet"))) for d in (RESULTS_DIR, ITEMS_DIR)]
     tmp = len(list(study.rglob("*.tmp"))) + len(list(study.rglob("*.tmp.*")))
-    hit = [c.id for c in cells
-           if '"running"' in _text(study / "cells" / c.id / "status.json")
-           and not (study / RESULTS_DIR / f"{c.id}.parquet").is_file()]  # fmt: skip
+    hit = [
+        c.id
+        for c in cells
+        if '"running"' in _text(study / "cells" / c.id / "status.json")
+        and not (study / RESULTS_DIR / f"{c.id}.parquet").is_file()
+    ]
     where = "; ".join(f"{cid.split('-')[1]}: {_progress(study / 'cells' / cid)}" for cid in hit)
-    return (f"results {shards[0]}/{len(cells)} items {shards[1]}/{len(cells)} tmp {tmp}"
-            f" | {where or 'no cell running'}")  # fmt: skip
+    return (
+        f"results {shards[0]}/{len(cells)} items {shards[1]}/{len(cells)} tmp {tmp}"
+        f" | {where or 'no cell running'}"
+    )
 
 
 def _text(path: Path) -> str:
@@ -140,21 +155,26 @@ def compare(want: pd.DataFrame, got: pd.DataFrame, key: list[str], value: str) -
     got = got.astype({k: want[k].dtype for k in key + [value]})
     dup = int(got.duplicated(key).sum())
     cols = key + [value]
-    merged = want[cols].merge(got.drop_duplicates(key)[cols], on=key, how="outer",
-                              suffixes=("_w", "_g"), indicator=True)  # fmt: skip
+    merged = want[cols].merge(
+        got.drop_duplicates(key)[cols], on=key, how="outer", suffixes=("_w", "_g"), indicator=True
+    )
     both = merged[merged["_merge"] == "both"]
     a, b = both[f"{value}_w"].astype("Float64"), both[f"{value}_g"].astype("Float64")
     differ = ((a - b).abs().fillna(0) > 1e-9) | (a.isna() != b.isna())
-    return {"lost": int((merged["_merge"] == "left_only").sum()), "dup": dup,
-            "extra": int((merged["_merge"] == "right_only").sum()),
-            "differ": int(differ.sum())}  # fmt: skip
+    return {
+        "lost": int((merged["_merge"] == "left_only").sum()),
+        "dup": dup,
+        "extra": int((merged["_merge"] == "right_only").sum()),
+        "differ": int(differ.sum()),
+    }
 
 
 def check(reference: Path, study: Path) -> dict:
     """Row counts of the study's tables against the reference's (results and per-item summed)."""
     rows = compare(read_results(reference), raw(study, False), list(KEY), "score")
-    items = compare(read_results(reference, per_item=True), raw(study, True), list(ITEM_KEY),
-                    "correct")  # fmt: skip
+    items = compare(
+        read_results(reference, per_item=True), raw(study, True), list(ITEM_KEY), "correct"
+    )
     return {k: rows[k] + items[k] for k in rows} | {"items_differ": items["differ"]}
 
 
@@ -170,10 +190,13 @@ def main() -> None:
     grid = tiny_grid(work)
     reference, cache = fresh(grid, work, "reference")
     first, took = finish(reference, cache, a.max_parallel)
-    print(f"uninterrupted run: {took:.1f} s ({first:.1f} s start-up before a first cell), "
-          f"{len(read_results(reference))} rows, {len(read_results(reference, per_item=True))} "
-          f"per-item rows; {a.kills} kills uniform over ({first:.1f}, {took:.1f}) s, "
-          f"about {a.kills * 1.5 * took / 60:.0f} min", flush=True)  # fmt: skip
+    print(
+        f"uninterrupted run: {took:.1f} s ({first:.1f} s start-up before a first cell), "
+        f"{len(read_results(reference))} rows, {len(read_results(reference, per_item=True))} "
+        f"per-item rows; {a.kills} kills uniform over ({first:.1f}, {took:.1f}) s, "
+        f"about {a.kills * 1.5 * took / 60:.0f} min",
+        flush=True,
+    )
     rng, total, missed = random.Random(a.seed), {}, 0
     for i in range(a.kills):
         at = rng.uniform(first, took)
@@ -181,11 +204,16 @@ def main() -> None:
         missed += state.startswith("missed")
         counts = check(reference, study)
         total = {k: total.get(k, 0) + v for k, v in counts.items()}
-        print(f"kill {i + 1:>2} at {at:5.1f} s: {state}  -> lost {counts['lost']} dup "
-              f"{counts['dup']} differ {counts['differ']}", flush=True)  # fmt: skip
-    print(f"{a.kills} kills ({a.kills - missed} during the run): {total['lost']} lost, "
-          f"{total['dup']} duplicated, {total['differ']} differing rows "
-          f"({total['items_differ']} of them per-item), {total['extra']} extra")  # fmt: skip
+        print(
+            f"kill {i + 1:>2} at {at:5.1f} s: {state}  -> lost {counts['lost']} dup "
+            f"{counts['dup']} differ {counts['differ']}",
+            flush=True,
+        )
+    print(
+        f"{a.kills} kills ({a.kills - missed} during the run): {total['lost']} lost, "
+        f"{total['dup']} duplicated, {total['differ']} differing rows "
+        f"({total['items_differ']} of them per-item), {total['extra']} extra"
+    )
     if a.work is None:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if total["lost"] or total["dup"] else 0)

@@ -34,10 +34,19 @@ VARIANTS = {  # name: (value mode, extra config fields)
 
 def build(mode: str, fields: dict, args) -> ResFormerForCausalLM:
     heads = args.hidden // 32
-    return tiny_model(mode, "sdpa", seed=0, hidden_size=args.hidden,
-                      intermediate_size=int(3.5 * args.hidden), num_hidden_layers=args.layers,
-                      num_attention_heads=heads, num_key_value_heads=heads, vocab_size=args.vocab,
-                      max_position_embeddings=args.seq + 64, **fields)  # fmt: skip
+    return tiny_model(
+        mode,
+        "sdpa",
+        seed=0,
+        hidden_size=args.hidden,
+        intermediate_size=int(3.5 * args.hidden),
+        num_hidden_layers=args.layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        vocab_size=args.vocab,
+        max_position_embeddings=args.seq + 64,
+        **fields,
+    )
 
 
 def train_step(model, optimizer, ids) -> float:

@@ -37,8 +37,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         if _writer_gone(stale.name[len(prefix) :].split(".")[0]):
             with contextlib.suppress(OSError):
                 stale.unlink()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=f".tmp{path.suffix}",
-                               dir=path.parent)  # fmt: skip
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=f".tmp{path.suffix}", dir=path.parent
+    )
     os.close(fd)
     tmp = Path(tmp)
     try:
@@ -168,13 +169,16 @@ def check_output_target(path: Path, kind: str | None, overwrite: bool, sources=(
         return
     if not path.is_dir() or kind is None or output_kind(path) != kind:
         what = "a file" if not path.is_dir() else f"not a doit {kind or 'output'} folder"
-        raise OutputError(f"--out: {path} exists and is {what} (no manifest.json of kind "
-                          f"{kind!r}); give another folder, or --overwrite to replace it")  # fmt: skip
+        raise OutputError(
+            f"--out: {path} exists and is {what} (no manifest.json of kind "
+            f"{kind!r}); give another folder, or --overwrite to replace it"
+        )
 
 
 @contextlib.contextmanager
-def atomic_output_dir(path, *, kind: str | None = None, overwrite: bool = False,
-                      sources=()) -> Iterator[Path]:  # fmt: skip
+def atomic_output_dir(
+    path, *, kind: str | None = None, overwrite: bool = False, sources=()
+) -> Iterator[Path]:
     """Yield a fresh temp directory beside ``path``; on success swap it in for ``path``.
 
     ``path`` is checked first (`check_output_target`): never the source or a folder holding

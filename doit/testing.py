@@ -47,8 +47,11 @@ def corpus_texts(folder) -> list[str]:
     texts = []
     for f in sorted(Path(folder).rglob("*.json")):
         raw = f.read_text(encoding="utf-8")
-        recs = (json.loads(raw) if raw.lstrip().startswith("[")
-                else [json.loads(x) for x in raw.splitlines()])  # fmt: skip
+        recs = (
+            json.loads(raw)
+            if raw.lstrip().startswith("[")
+            else [json.loads(x) for x in raw.splitlines()]
+        )
         texts += [m["content"] for r in recs for m in r["messages"]]
         texts += [c for r in recs for c in r.get("choices", [])]
     return texts
@@ -68,12 +71,16 @@ def byte_bpe(texts, vocab_size: int = 400, *, chat: bool = False, model_max_leng
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<pad>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<pad>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(texts, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>",
-                                   model_max_length=model_max_length)  # fmt: skip
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", model_max_length=model_max_length
+    )
     if chat:
         _add_chat(fast)
     return fast
@@ -88,11 +95,17 @@ def metaspace_bpe(texts, vocab_size: int = 400):
     tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<unk>", "<pad>", "</s>"],
-                                  show_progress=False)  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>", "<pad>", "</s>"], show_progress=False
+    )
     tok.train_from_iterator([*texts, "A B C D E F"], trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
-                                   eos_token="</s>", model_max_length=512)  # fmt: skip
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        eos_token="</s>",
+        model_max_length=512,
+    )
     _add_chat(fast)
     return fast
 
@@ -105,15 +118,29 @@ def _add_chat(tokenizer) -> None:
 
 # --- models -----------------------------------------------------------------------------------
 def _lm_fields(tokenizer, hidden: int, layers: int, kv_heads: int, max_positions: int) -> dict:
-    return dict(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden,
-                num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=kv_heads,
-                max_position_embeddings=max_positions, pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
-                tie_word_embeddings=False)  # fmt: skip
+    return dict(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=max_positions,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        tie_word_embeddings=False,
+    )
 
 
-def tiny_llama(tokenizer, hidden: int = 64, layers: int = 2, seed: int = 0,
-               max_positions: int = 512, kv_heads: int = 2):  # fmt: skip
+def tiny_llama(
+    tokenizer,
+    hidden: int = 64,
+    layers: int = 2,
+    seed: int = 0,
+    max_positions: int = 512,
+    kv_heads: int = 2,
+):
     """A random Llama (4 heads, FFN 2 x hidden) over ``tokenizer``'s vocabulary, in train mode."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -134,8 +161,9 @@ def tiny_model(arch: str = "vanilla", attn: str = "sdpa", seed: int = 0, **field
 
     torch.manual_seed(seed)
     if arch == "llama":
-        model = LlamaForCausalLM._from_config(LlamaConfig(**{**TINY, **fields}),
-                                              attn_implementation=attn)  # fmt: skip
+        model = LlamaForCausalLM._from_config(
+            LlamaConfig(**{**TINY, **fields}), attn_implementation=attn
+        )
     else:
         config = ResFormerConfig(**{**TINY, **fields}, value_mode=arch)
         model = ResFormerForCausalLM._from_config(config, attn_implementation=attn)
@@ -150,8 +178,16 @@ def random_ids(batch: int = 2, length: int = 12, seed: int = 1, vocab_size: int 
     return torch.randint(0, vocab_size, (batch, length), generator=g)
 
 
-def save_tiny_base(out, tokenizer, arch: str = "llama", hidden: int = 32, layers: int = 2,
-                   kv_heads: int = 2, max_positions: int = 256, seed: int = 0) -> Path:  # fmt: skip
+def save_tiny_base(
+    out,
+    tokenizer,
+    arch: str = "llama",
+    hidden: int = 32,
+    layers: int = 2,
+    kv_heads: int = 2,
+    max_positions: int = 256,
+    seed: int = 0,
+) -> Path:
     """Save ``tokenizer`` and a random causal LM of width ``hidden`` to ``out``: a Llama, or
     (``arch="resformer"``) a ResFormer with a learnable value mix."""
     import torch
@@ -190,14 +226,20 @@ def tiny_grid(base, doit_dir, sft_config, **keys) -> dict:
         "bases": [{"name": "tiny", "arch": "llama", "params": 1000, "path": str(base)}],
         "data": {"per_ability": [1], "loo": {"values": [1], "abilities": ["math"]}},
         "seed": [0],
-        "sft": {"config": str(sft_config),
-                "overrides": {"num_train_epochs": 2, "min_steps": 0, "logging_steps": 1,
-                              "disable_tqdm": True}},
+        "sft": {
+            "config": str(sft_config),
+            "overrides": {
+                "num_train_epochs": 2,
+                "min_steps": 0,
+                "logging_steps": 1,
+                "disable_tqdm": True,
+            },
+        },
         "max_new_tokens": GRID_BUDGETS,
         "eval_epochs": "all",
         "eval_batch_size": 8,
         "keep": "scored",
-    }  # fmt: skip
+    }
     grid.update(keys)
     return grid
 

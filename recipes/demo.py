@@ -116,8 +116,11 @@ def demo(a) -> int:
         ended = run_study(a.study, "local", a.workers, 1)
     failed = sorted(c for c, state in ended.items() if state == "failed")
     if failed:
-        print(f"error: failed cells: {', '.join(failed)} (their worker.log; "
-              f"python -m doit.grid status {a.study})", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: failed cells: {', '.join(failed)} (their worker.log; "
+            f"python -m doit.grid status {a.study})",
+            file=sys.stderr,
+        )
         return 1
     out = a.study / "analysis"
     stamp = fingerprint(a.study)
@@ -142,8 +145,9 @@ def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
         figures = plots.save_all(analysis, out)
     base = grid.bases[-1].name  # the larger base: the grids list them smallest first
     with clock.step("curriculum"), logged(log):
-        result, tables = run_curriculum(a.study, a.data, out / "curriculum", base, a.budget,
-                                        a.workers)  # fmt: skip
+        result, tables = run_curriculum(
+            a.study, a.data, out / "curriculum", base, a.budget, a.workers
+        )
         png = outputs.save_figure(result, out)
         gain = summary.curriculum_gain(tables["differences"])
         from doit.analysis.curriculum import validate
@@ -152,8 +156,9 @@ def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
         headline = summary.headline(analysis, gain, a.budget, base, len(SEEDS))
         report.write(analysis, out, figures, section, headline)
     cells = len(analysis.table["cell"].unique())
-    return summary.summary_lines(analysis, gain, clock.total, out / "report.html", a.budget,
-                                 base, len(SEEDS), cells)  # fmt: skip
+    return summary.summary_lines(
+        analysis, gain, clock.total, out / "report.html", a.budget, base, len(SEEDS), cells
+    )
 
 
 def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
@@ -163,8 +168,9 @@ def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
     from doit.analysis.pipeline import Analysis, load_truth
 
     analysis = Analysis(str(study), "last", replicates, ground_truth=load_truth(data))
-    analysis.complexity = measure_complexity(str(grid.bases[0].resolved), str(data),
-                                             grid.bases[0].chat_format, grid.formulations[0])  # fmt: skip
+    analysis.complexity = measure_complexity(
+        str(grid.bases[0].resolved), str(data), grid.bases[0].chat_format, grid.formulations[0]
+    )
     write_tables(analysis, out)
     return analysis
 

@@ -57,8 +57,11 @@ def test_out_onto_a_folder_holding_the_source_is_refused_even_with_overwrite(cor
 def test_every_writer_refuses_its_source_as_out(command, corpus, tmp_path, capsys):
     mix = tmp_path / "m.yaml"
     mix.write_text("counts: {biology: 2}\n")
-    argv = {"mix": ["mix", str(corpus), "--mix", str(mix)], "split": ["split", str(corpus)],
-            "curate": ["curate", str(corpus)]}[command]  # fmt: skip
+    argv = {
+        "mix": ["mix", str(corpus), "--mix", str(mix)],
+        "split": ["split", str(corpus)],
+        "curate": ["curate", str(corpus)],
+    }[command]
     before = files_of(corpus)
     assert data([*argv, "--out", str(corpus)]) == 2
     assert "source" in capsys.readouterr().err and files_of(corpus) == before
@@ -161,8 +164,14 @@ MICRO_SFT = Path(__file__).parents[1] / "recipes" / "configs" / "sft" / "micro" 
 def sft_config(tmp_path, **keys) -> str:
     import yaml
 
-    cfg = {"model_name_or_path": "some/base", "doit_dir": str(FIXTURE), "per_ability": 1,
-           "output_dir": str(tmp_path / "run"), "report_to": "none", **keys}  # fmt: skip
+    cfg = {
+        "model_name_or_path": "some/base",
+        "doit_dir": str(FIXTURE),
+        "per_ability": 1,
+        "output_dir": str(tmp_path / "run"),
+        "report_to": "none",
+        **keys,
+    }
     path = tmp_path / "sft.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
@@ -190,11 +199,23 @@ def test_yaml_values_and_the_same_flags_parse_alike(tmp_path):
 
     from doit.train.sft import parse_args
 
-    argv = ["--model_name_or_path", "some/base", "--doit_dir", str(FIXTURE), "--per_ability",
-            "1", "--output_dir", str(tmp_path / "run")]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        "some/base",
+        "--doit_dir",
+        str(FIXTURE),
+        "--per_ability",
+        "1",
+        "--output_dir",
+        str(tmp_path / "run"),
+    ]
     cfg = yaml.safe_load(MICRO_SFT.read_text())
-    flags = [x for k, v in cfg.items() if v is not None and not isinstance(v, dict | list)
-             for x in (f"--{k}", str(v).lower() if isinstance(v, bool) else str(v))]  # fmt: skip
+    flags = [
+        x
+        for k, v in cfg.items()
+        if v is not None and not isinstance(v, dict | list)
+        for x in (f"--{k}", str(v).lower() if isinstance(v, bool) else str(v))
+    ]
     from_yaml = parse_args(["--config", str(MICRO_SFT), *argv]).to_dict()
     from_flags = parse_args(["--config", str(MICRO_SFT), *flags, *argv]).to_dict()
     assert from_yaml == from_flags
@@ -211,8 +232,16 @@ def predictions_file(tmp_path, lines: list[str]) -> Path:
 def score(pred: Path, capsys) -> tuple[int, str]:
     from doit.eval.cli import main
 
-    argv = ["score", str(pred), "--data", str(FIXTURE), "--split", "test", "--out",
-            str(pred.with_suffix(".scores.json"))]  # fmt: skip
+    argv = [
+        "score",
+        str(pred),
+        "--data",
+        str(FIXTURE),
+        "--split",
+        "test",
+        "--out",
+        str(pred.with_suffix(".scores.json")),
+    ]
     code = exit_code(main, argv)
     return code, capsys.readouterr().err
 
@@ -229,8 +258,14 @@ def first_items():
 def line_of(item, **fields) -> str:
     import json
 
-    rec = {"type": item["type"], "idx": item["idx"], "question_format": item["question_format"],
-           "answer_kind": item["answer_kind"], "prediction": "", **fields}  # fmt: skip
+    rec = {
+        "type": item["type"],
+        "idx": item["idx"],
+        "question_format": item["question_format"],
+        "answer_kind": item["answer_kind"],
+        "prediction": "",
+        **fields,
+    }
     return json.dumps(rec, ensure_ascii=False)
 
 
@@ -270,8 +305,15 @@ def test_predict_on_a_missing_corpus_writes_nothing_and_exits_2(tmp_path, capsys
     from doit.eval.cli import main
 
     out = tmp_path / "p.jsonl"
-    argv = ["predict", "--model", str(tmp_path), "--data", str(tmp_path / "nowhere"), "--out",
-            str(out)]  # fmt: skip
+    argv = [
+        "predict",
+        "--model",
+        str(tmp_path),
+        "--data",
+        str(tmp_path / "nowhere"),
+        "--out",
+        str(out),
+    ]
     assert exit_code(main, argv) == 2 and "no items" in capsys.readouterr().err
     assert not out.exists()
 
@@ -291,8 +333,9 @@ def test_predict_names_an_ability_the_data_lacks(tmp_path, capsys):
 def planted_table(tmp_path, **change) -> Path:
     from doit.analysis.synthetic import Curve, planted_study
 
-    table, _, _ = planted_study({"biology": Curve(), "code": Curve()}, n_items=50, rng=0,
-                                epochs=(5.0,), per_item=False)  # fmt: skip
+    table, _, _ = planted_study(
+        {"biology": Curve(), "code": Curve()}, n_items=50, rng=0, epochs=(5.0,), per_item=False
+    )
     for column, fn in change.items():
         table[column] = fn(table)
     path = tmp_path / "results.csv"
@@ -410,8 +453,9 @@ def test_a_plan_whose_cell_id_leaves_the_study_is_refused_before_any_write(tmp_p
     assert "escaped" in capsys.readouterr().err and not (tmp_path / "escaped").exists()
 
 
-@pytest.mark.parametrize("site", ["cell folder", "results", "items", "pretraining", "retire",
-                                  "prune"])  # fmt: skip
+@pytest.mark.parametrize(
+    "site", ["cell folder", "results", "items", "pretraining", "retire", "prune"]
+)
 def test_each_runner_write_or_delete_site_refuses_a_path_outside_the_study(site, tmp_path):
     from dataclasses import replace
 
@@ -428,12 +472,13 @@ def test_each_runner_write_or_delete_site_refuses_a_path_outside_the_study(site,
     act = {
         "cell folder": lambda: cell.cell_dir(study, "../../x"),
         "results": lambda: results.write_shard(study, "../../x", results.frame([])),
-        "items": lambda: results.write_shard(study, "../results/y", results.frame([], True),
-                                             per_item=True),  # fmt: skip
+        "items": lambda: results.write_shard(
+            study, "../results/y", results.frame([], True), per_item=True
+        ),
         "pretraining": lambda: pretraining.shard_path(study, "../../x"),
         "retire": lambda: retire(study, "../../x"),
         "prune": lambda: cell.prune(study, replace(cells[-1], id="../../x"), "last", []),
-    }[site]  # fmt: skip
+    }[site]
     with pytest.raises(OutputError, match="outside"):
         act()
     assert (outside / "run" / "checkpoint-1").is_dir()
@@ -483,8 +528,9 @@ def test_the_same_run_resumes_whatever_its_execution_keys_and_other_data_does_no
     from doit.train.sft.data import items_sha256, train_items
 
     half_trained(tmp_path, per_ability=1)
-    same = parse_args(["--config", run_config(tmp_path, per_ability=1, logging_steps=7,
-                                              dataloader_num_workers=1)])  # fmt: skip
+    same = parse_args(
+        ["--config", run_config(tmp_path, per_ability=1, logging_steps=7, dataloader_num_workers=1)]
+    )
     check_resume(same)  # before the draw, as `run` checks first: nothing differs
     items = train_items(same.data)
     assert resolve_schedule(same, len(items))["epochs_raised_for_min_steps"]
@@ -535,7 +581,7 @@ def test_a_cell_whose_evaluation_gives_no_rows_is_failed_not_done(tmp_path, monk
         "per_ability",
         "loo",
         "synthetic",
-    ],  # fmt: skip
+    ],
 )
 def test_plan_checks_every_cells_recipe_and_draw(keys, key, says, tmp_path, capsys):
     from tests.grid.conftest import grid_dict
@@ -569,8 +615,11 @@ def test_plan_checks_recipes_without_preparing_the_process(tmp_path, monkeypatch
     from tests.grid.conftest import grid_dict
 
     sft = grid_dict(tmp_path)["sft"]
-    sft["overrides"] = {**sft["overrides"], "env": {"DOIT_PLAN_PROBE": "1"},
-                        "deepspeed": "recipes/deepspeed/zero2.json"}  # fmt: skip
+    sft["overrides"] = {
+        **sft["overrides"],
+        "env": {"DOIT_PLAN_PROBE": "1"},
+        "deepspeed": "recipes/deepspeed/zero2.json",
+    }
     planned_study(tmp_path, sft=sft, launcher="deepspeed")
     import torch.distributed
 
@@ -592,8 +641,11 @@ def test_a_cell_that_exits_is_recorded_failed_and_the_runner_goes_on(tmp_path, m
     ended = runner.run_study(study)
     assert ran == [c.id for c in cells]
     assert ended == {cells[0].id: "done", cells[1].id: "failed", cells[2].id: "done"}
-    assert status_of(study, cells[1].id) == {**status_of(study, cells[1].id), "state": "failed",
-                                             "error": "SystemExit: 2"}  # fmt: skip
+    assert status_of(study, cells[1].id) == {
+        **status_of(study, cells[1].id),
+        "state": "failed",
+        "error": "SystemExit: 2",
+    }
 
 
 # --- 11. eval_epochs left out: the typed grid's default, last, everywhere -------------------------
@@ -628,8 +680,10 @@ def test_looking_at_a_cells_lock_never_takes_it(tmp_path, monkeypatch):
     study, cells = planned_study(tmp_path)
 
     def taken(*a, **k):
-        raise AssertionError("a status check took the cell's lock (a worker starting now "
-                             "would find the cell busy and skip it)")  # fmt: skip
+        raise AssertionError(
+            "a status check took the cell's lock (a worker starting now "
+            "would find the cell busy and skip it)"
+        )
 
     monkeypatch.setattr(fcntl, "flock", taken)
     monkeypatch.setattr(fcntl, "lockf", taken)

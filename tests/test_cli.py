@@ -78,14 +78,51 @@ def test_readme_micro_path_through_the_console_script(tmp_path):
 
     micro, base, sft = tmp_path / "micro", tmp_path / "base", tmp_path / "sft"
     doit("data", "micro", "--out", micro)
-    doit("pretrain", "--config", REPO / "recipes/configs/pretrain/xs.yaml",
-         "--micro_dir", micro, "--output_dir", base, "--max_steps", 20, "--eval_steps", 20)  # fmt: skip
-    doit("sft", "--config", REPO / "recipes/configs/sft/micro/full.yaml",
-         "--model_name_or_path", base, "--doit_dir", micro, "--per_ability", 4,
-         "--num_train_epochs", 1, "--output_dir", sft)  # fmt: skip
+    doit(
+        "pretrain",
+        "--config",
+        REPO / "recipes/configs/pretrain/xs.yaml",
+        "--micro_dir",
+        micro,
+        "--output_dir",
+        base,
+        "--max_steps",
+        20,
+        "--eval_steps",
+        20,
+    )
+    doit(
+        "sft",
+        "--config",
+        REPO / "recipes/configs/sft/micro/full.yaml",
+        "--model_name_or_path",
+        base,
+        "--doit_dir",
+        micro,
+        "--per_ability",
+        4,
+        "--num_train_epochs",
+        1,
+        "--output_dir",
+        sft,
+    )
     preds, scores = tmp_path / "pred.jsonl", tmp_path / "scores.json"
-    doit("eval", "predict", "--model", sft, "--data", micro, "--split", "test",
-         "--abilities", "biology,math", "--max-new-tokens", "mc=4,math=16", "--out", preds)  # fmt: skip
+    doit(
+        "eval",
+        "predict",
+        "--model",
+        sft,
+        "--data",
+        micro,
+        "--split",
+        "test",
+        "--abilities",
+        "biology,math",
+        "--max-new-tokens",
+        "mc=4,math=16",
+        "--out",
+        preds,
+    )
     doit("eval", "score", preds, "--data", micro, "--split", "test", "--out", scores)
     result = json.loads(scores.read_text())
     assert set(result["abilities"]) == {"biology", "math"}

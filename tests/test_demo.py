@@ -25,8 +25,15 @@ from tests.tiny import REPO
 pytestmark = pytest.mark.slow
 
 EVAL_ITEMS, POOL_ITEMS, TEXT_LINES = 6, 24, 300
-TINY = {"block_size": 32, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
-        "max_steps": 2, "per_device_train_batch_size": 4, "logging_steps": 1}  # fmt: skip
+TINY = {
+    "block_size": 32,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_attention_heads": 2,
+    "max_steps": 2,
+    "per_device_train_batch_size": 4,
+    "logging_steps": 1,
+}
 
 
 def trimmed(micro: Path, out: Path) -> Path:
@@ -45,32 +52,72 @@ def trimmed(micro: Path, out: Path) -> Path:
 
 
 def tiny_demo_grid(tmp_path: Path, data: Path) -> Path:
-    files = {"train_file": str(data / "pretrain" / "train.txt"),
-             "valid_file": str(data / "pretrain" / "valid.txt"),
-             "tokenizer_path": str(data / "tokenizer")}  # fmt: skip
-    bases = [{"name": name, "arch": "vanilla", "path": str(tmp_path / "bases" / name),
-              "pretrain": {"config": str(REPO / "recipes/configs/pretrain/xs.yaml"),
-                           "overrides": {**TINY, **files, "hidden_size": hidden, "seed": 0}}}
-             for name, hidden in (("small", 32), ("large", 64))]  # fmt: skip
-    grid = {"name": "tinydemo", "doit_dir": str(data), "formulation": "text", "bases": bases,
-            "data": {"per_ability": [1, 4],
-                     "loo": {"values": [1], "abilities": ["math", "code"], "bases": ["small"]}},
-            "seed": [0],
-            "sft": {"config": str(REPO / "recipes/configs/sft/micro/full.yaml"),
-                    "overrides": {"num_train_epochs": 1, "eval_strategy": "no",
-                                  "disable_tqdm": True}},
-            "max_new_tokens": {"mc": 4, "tf": 4, "multiselect": 4, "cloze": 6, "math": 6},
-            "eval_epochs": "last", "eval_batch_size": 16, "keep": "last"}  # fmt: skip
+    files = {
+        "train_file": str(data / "pretrain" / "train.txt"),
+        "valid_file": str(data / "pretrain" / "valid.txt"),
+        "tokenizer_path": str(data / "tokenizer"),
+    }
+    bases = [
+        {
+            "name": name,
+            "arch": "vanilla",
+            "path": str(tmp_path / "bases" / name),
+            "pretrain": {
+                "config": str(REPO / "recipes/configs/pretrain/xs.yaml"),
+                "overrides": {**TINY, **files, "hidden_size": hidden, "seed": 0},
+            },
+        }
+        for name, hidden in (("small", 32), ("large", 64))
+    ]
+    grid = {
+        "name": "tinydemo",
+        "doit_dir": str(data),
+        "formulation": "text",
+        "bases": bases,
+        "data": {
+            "per_ability": [1, 4],
+            "loo": {"values": [1], "abilities": ["math", "code"], "bases": ["small"]},
+        },
+        "seed": [0],
+        "sft": {
+            "config": str(REPO / "recipes/configs/sft/micro/full.yaml"),
+            "overrides": {"num_train_epochs": 1, "eval_strategy": "no", "disable_tqdm": True},
+        },
+        "max_new_tokens": {"mc": 4, "tf": 4, "multiselect": 4, "cloze": 6, "math": 6},
+        "eval_epochs": "last",
+        "eval_batch_size": 16,
+        "keep": "last",
+    }
     return write_grid(tmp_path / "tinydemo.yaml", grid)
 
 
 def demo(tmp_path: Path, data: Path, grid: Path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO),
-           "DOIT_CACHE": str(tmp_path / "cache")}  # fmt: skip
-    args = ["--data", str(data), "--grid", str(grid), "--study", str(tmp_path / "study"),
-            "--budget", "40", "--replicates", "100"]  # fmt: skip
-    proc = subprocess.run([sys.executable, str(REPO / "recipes" / "demo.py"), *args], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(REPO),
+        "DOIT_CACHE": str(tmp_path / "cache"),
+    }
+    args = [
+        "--data",
+        str(data),
+        "--grid",
+        str(grid),
+        "--study",
+        str(tmp_path / "study"),
+        "--budget",
+        "40",
+        "--replicates",
+        "100",
+    ]
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "recipes" / "demo.py"), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return proc.stdout
 
@@ -94,8 +141,16 @@ def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(tmp_path, micro_dir
     groups = md.split("## Sensitivity and groups")[1].split("\n## ")[0]
     assert all(f"| {k} |" in groups for k in ab.ABILITY_KEYS)
     assert "synthetic micro DoIT" in md.split("## ")[0]  # said before any section
-    order = [md.index(x) for x in ("![scaling_data]", "## Sensitivity and groups",
-                                   "## Curriculum", "## Validation", "<details>")]  # fmt: skip
+    order = [
+        md.index(x)
+        for x in (
+            "![scaling_data]",
+            "## Sensitivity and groups",
+            "## Curriculum",
+            "## Validation",
+            "<details>",
+        )
+    ]
     assert order == sorted(order)  # headline figure, groups, curriculum, ..., folded tables
     assert "<details><summary>" in page and 'class="scroll"' in page
     assert page.count("data:image/png;base64,") >= 5  # the four figures and the curriculum's

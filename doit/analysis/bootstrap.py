@@ -70,8 +70,10 @@ def bootstrap_counts(
         lacking = _without_items(rows, items, splits)
         if lacking:
             paired = False
-            method = (f"binomial resampling of each cell (per-item rows missing for {lacking} "
-                      "of the selected cells)")  # fmt: skip
+            method = (
+                f"binomial resampling of each cell (per-item rows missing for {lacking} "
+                "of the selected cells)"
+            )
     if not paired:  # a null score (items without a prediction) has no count to redraw
         rows = rows[rows["score"].notna()]
     rows = _pool_splits(rows)
@@ -111,8 +113,7 @@ def _without_items(rows: pd.DataFrame, items: pd.DataFrame, splits: tuple[str, .
     keys = ["cell", "epoch", "split", "ability"]
     have = items.loc[items["split"].isin(splits), keys].drop_duplicates()
     types = {"cell": "string", "split": "string", "ability": "string", "epoch": float}
-    merged = rows[keys].astype(types).merge(have.astype(types), on=keys, how="left",
-                                            indicator=True)  # fmt: skip
+    merged = rows[keys].astype(types).merge(have.astype(types), on=keys, how="left", indicator=True)
     return int(merged.loc[merged["_merge"] == "left_only", "cell"].nunique())
 
 
@@ -172,6 +173,8 @@ def _pool_seeds(block, k_cell, m_cell, k0, m0, rng):
         m.append(m0[idx].sum())
         seeds.append(len(idx))
         names.append(",".join(cells[idx]))
-    out = [{**row, "chance": c, "k": k_, "m": m_, "score": 100 * k_ / m_, "seeds": n, "cells": cs}
-           for row, c, k_, m_, n, cs in zip(firsts, means, k, m, seeds, names)]  # fmt: skip
+    out = [
+        {**row, "chance": c, "k": k_, "m": m_, "score": 100 * k_ / m_, "seeds": n, "cells": cs}
+        for row, c, k_, m_, n, cs in zip(firsts, means, k, m, seeds, names)
+    ]
     return pd.DataFrame(out), np.column_stack(ks), np.column_stack(ms)

@@ -44,22 +44,41 @@ def build_parser() -> ArgumentParser:
         s.add_argument("--base", help="untuned base model for Complexity (the smallest base)")
         s.add_argument("--data", help="DoIT data folder for Complexity (and ground_truth.json)")
         s.add_argument("--chat-format", default="doit", help="chat format for an untuned base")
-        s.add_argument("--split", default="test", choices=("test", "valid"),
-                       help="the split fitted (valid only under --rule last)")  # fmt: skip
-        s.add_argument("--budget", type=int, help="run/report: add a curriculum section at this "
-                       "budget (items; see the curriculum command)")  # fmt: skip
-        s.add_argument("--formulation", default=MAX, choices=RULES,
-                       help="which scoring of a checkpoint scored in several formulations is read: "
-                       "max (OLMES's rule, the default) or one formulation's")  # fmt: skip
-        s.add_argument("--cell-formulation", choices=FORMULATIONS,
-                       help="the cells trained in this formulation (needed when the table holds "
-                       "several: a grid's formulation axis)")  # fmt: skip
+        s.add_argument(
+            "--split",
+            default="test",
+            choices=("test", "valid"),
+            help="the split fitted (valid only under --rule last)",
+        )
+        s.add_argument(
+            "--budget",
+            type=int,
+            help="run/report: add a curriculum section at this "
+            "budget (items; see the curriculum command)",
+        )
+        s.add_argument(
+            "--formulation",
+            default=MAX,
+            choices=RULES,
+            help="which scoring of a checkpoint scored in several formulations is read: "
+            "max (OLMES's rule, the default) or one formulation's",
+        )
+        s.add_argument(
+            "--cell-formulation",
+            choices=FORMULATIONS,
+            help="the cells trained in this formulation (needed when the table holds "
+            "several: a grid's formulation axis)",
+        )
     s = sub.add_parser("ladder", help="loss vs size of a pretraining ladder (ladder.py)")
-    s.add_argument("sources", nargs="+",
-                   help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs")  # fmt: skip
+    s.add_argument(
+        "sources",
+        nargs="+",
+        help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs",
+    )
     s.add_argument("--out", required=True, type=Path, help="output folder")
-    s.add_argument("--base-arch", default="vanilla",
-                   help="the architecture the others are paired with")  # fmt: skip
+    s.add_argument(
+        "--base-arch", default="vanilla", help="the architecture the others are paired with"
+    )
     s.add_argument("--replicates", type=int, default=2000, help="seed bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
     curriculum_parser(sub)
@@ -69,39 +88,68 @@ def build_parser() -> ArgumentParser:
 def curriculum_parser(sub) -> None:
     from doit.analysis.curriculum.options import MODELS, POLICIES, REACH, TRANSFER, UNITS
 
-    s = sub.add_parser("curriculum", help="a data mix per ability from the fitted curves "
-                       "(doit/analysis/README.md, Curriculum)")  # fmt: skip
+    s = sub.add_parser(
+        "curriculum",
+        help="a data mix per ability from the fitted curves (doit/analysis/README.md, Curriculum)",
+    )
     s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
     s.add_argument("--budget", type=int, required=True, help="items (or tokens) to allocate")
-    s.add_argument("--policy", default="marginal",
-                   help=f"comma-separated, or all: {', '.join(POLICIES)} (uniform always comes)")  # fmt: skip
+    s.add_argument(
+        "--policy",
+        default="marginal",
+        help=f"comma-separated, or all: {', '.join(POLICIES)} (uniform always comes)",
+    )
     s.add_argument("--out", required=True, type=Path, help="output folder")
     s.add_argument("--base", help="the target base (default: the study's largest)")
     s.add_argument("--params", type=float, help="a target outside the study: its parameters")
-    s.add_argument("--data", help="the corpus the mix draws from (its pools); default: the "
-                   "study's grid's doit_dir")  # fmt: skip
-    s.add_argument("--source", dest="pool_source", default="1000", choices=("1000", "full"),
-                   help="the train pool the mix draws from (the mix's `source`)")  # fmt: skip
-    for flag, what in (("--pools", "pool sizes, instead of --data"),
-                       ("--floors", "fewest items (default 1)"), ("--caps", "most items"),
-                       ("--weights", "macro weights (default 1)")):  # fmt: skip
+    s.add_argument(
+        "--data",
+        help="the corpus the mix draws from (its pools); default: the study's grid's doit_dir",
+    )
+    s.add_argument(
+        "--source",
+        dest="pool_source",
+        default="1000",
+        choices=("1000", "full"),
+        help="the train pool the mix draws from (the mix's `source`)",
+    )
+    for flag, what in (
+        ("--pools", "pool sizes, instead of --data"),
+        ("--floors", "fewest items (default 1)"),
+        ("--caps", "most items"),
+        ("--weights", "macro weights (default 1)"),
+    ):
         s.add_argument(flag, help=f"ability=number,...: {what}")
     s.add_argument("--unit", default="items", choices=UNITS, help="what the budget counts")
-    s.add_argument("--transfer", default="auto", choices=TRANSFER,
-                   help="the transfer term from leave-one-out cells: auto (if any), on, off")  # fmt: skip
+    s.add_argument(
+        "--transfer",
+        default="auto",
+        choices=TRANSFER,
+        help="the transfer term from leave-one-out cells: auto (if any), on, off",
+    )
     s.add_argument("--model", default="auto", choices=MODELS, help="regression's model")
-    s.add_argument("--reach", type=float, default=REACH,
-                   help="optimised counts stay within this x the largest observed n")  # fmt: skip
+    s.add_argument(
+        "--reach",
+        type=float,
+        default=REACH,
+        help="optimised counts stay within this x the largest observed n",
+    )
     s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
     s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--rule", default="last", choices=SELECT_RULES, help="checkpoint selection")
     s.add_argument("--split", default="valid", choices=("valid", "test"), help="the split fitted")
-    s.add_argument("--validate", action="store_true",
-                   help="train the equal-budget policies on the target and compare with uniform")  # fmt: skip
-    s.add_argument("--seeds", default="0,1",
-                   help="--validate: training seeds (two or more also resample seeds; one: CIs "
-                        "over items only)")  # fmt: skip
+    s.add_argument(
+        "--validate",
+        action="store_true",
+        help="train the equal-budget policies on the target and compare with uniform",
+    )
+    s.add_argument(
+        "--seeds",
+        default="0,1",
+        help="--validate: training seeds (two or more also resample seeds; one: CIs "
+        "over items only)",
+    )
     s.add_argument("--max-parallel", type=int, default=1, help="--validate: grid workers")
     s.add_argument("--threads", type=int, help="--validate: CPU threads per worker")
 
@@ -120,17 +168,26 @@ def run(args) -> int:
     from doit.analysis import plots, report
     from doit.analysis.pipeline import Analysis, load_truth
 
-    a = Analysis(str(args.source), args.rule, args.replicates, args.delta, args.seed,
-                 features_csv=args.features, ground_truth=load_truth(args.data),
-                 split=args.split, formulation=args.formulation,
-                 cell_formulation=args.cell_formulation)  # fmt: skip
+    a = Analysis(
+        str(args.source),
+        args.rule,
+        args.replicates,
+        args.delta,
+        args.seed,
+        features_csv=args.features,
+        ground_truth=load_truth(args.data),
+        split=args.split,
+        formulation=args.formulation,
+        cell_formulation=args.cell_formulation,
+    )
     if a.table.empty:  # validated first: nothing is written for a table that is refused
         return write_empty(a, args.out, args.step)
     planned = curriculum_for(args) if args.budget and args.step in ("run", "report") else None
     if args.base:
         trained = sorted(a.analysed_rows["cell_formulation"].dropna().unique())
-        a.complexity = measure_complexity(args.base, args.data, args.chat_format,
-                                          trained[0] if len(trained) == 1 else "letter")  # fmt: skip
+        a.complexity = measure_complexity(
+            args.base, args.data, args.chat_format, trained[0] if len(trained) == 1 else "letter"
+        )
     out, step = args.out, args.step
     written = write_tables(a, out, step)
     figures = {}
@@ -160,11 +217,15 @@ def write_tables(a, out: Path, step: str = "run") -> list[Path]:
     from doit.io import atomic_path
 
     out.mkdir(parents=True, exist_ok=True)
-    wanted = {"select": [("selected.csv", lambda: a.selected),
-                         ("formulations.csv", lambda: a.formulations)],
-              "fit": [("fits.csv", lambda: a.fits), ("sensitivity.csv", lambda: a.sensitivity)],
-              "features": [("features.csv", lambda: a.features), ("explain.csv", lambda: a.explain)],
-              "predict": [("predictions.csv", lambda: a.predictions)]}  # fmt: skip
+    wanted = {
+        "select": [
+            ("selected.csv", lambda: a.selected),
+            ("formulations.csv", lambda: a.formulations),
+        ],
+        "fit": [("fits.csv", lambda: a.fits), ("sensitivity.csv", lambda: a.sensitivity)],
+        "features": [("features.csv", lambda: a.features), ("explain.csv", lambda: a.explain)],
+        "predict": [("predictions.csv", lambda: a.predictions)],
+    }
     written = []
     for name, table in (x for k, pairs in wanted.items() if step in ("run", k) for x in pairs):
         df = table()
@@ -183,15 +244,27 @@ def curriculum(args) -> int:
     policies = (
         POLICIES if args.policy == "all" else tuple(p.strip() for p in args.policy.split(","))
     )
-    options = Options(budget=args.budget, policies=policies, base=args.base, params=args.params,
-                      pools=parse_pairs(args.pools, "--pools") if args.pools else None,
-                      data=args.data, source=args.pool_source,
-                      floors=parse_pairs(args.floors, "--floors"),
-                      caps=parse_pairs(args.caps, "--caps"),
-                      weights=parse_pairs(args.weights, "--weights", float), unit=args.unit,
-                      transfer=args.transfer, model=args.model, reach=args.reach,
-                      delta=args.delta, replicates=args.replicates, seed=args.seed,
-                      rule=args.rule, split=args.split)  # fmt: skip
+    options = Options(
+        budget=args.budget,
+        policies=policies,
+        base=args.base,
+        params=args.params,
+        pools=parse_pairs(args.pools, "--pools") if args.pools else None,
+        data=args.data,
+        source=args.pool_source,
+        floors=parse_pairs(args.floors, "--floors"),
+        caps=parse_pairs(args.caps, "--caps"),
+        weights=parse_pairs(args.weights, "--weights", float),
+        unit=args.unit,
+        transfer=args.transfer,
+        model=args.model,
+        reach=args.reach,
+        delta=args.delta,
+        replicates=args.replicates,
+        seed=args.seed,
+        rule=args.rule,
+        split=args.split,
+    )
     result = cur.make(args.source, options)
     seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
     if args.validate:
@@ -201,9 +274,10 @@ def curriculum(args) -> int:
     written = cur.write(result, args.out)
     for path in written:
         print(path)
-    print(result.table[result.table["ability"] == "macro"][
-        ["policy", "n", "predicted", "predicted_lo", "predicted_hi", "gain", "gain_lo",
-         "gain_hi", "model"]].to_string(index=False, float_format=lambda x: f"{x:.2f}"))  # fmt: skip
+    from doit.analysis.curriculum.core import MACRO, MACRO_VIEW
+
+    macro = result.table[result.table["ability"] == MACRO][MACRO_VIEW]
+    print(macro.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
     for line in result.notes:
         print(f"note: {line}")
     if args.validate:
@@ -211,8 +285,11 @@ def curriculum(args) -> int:
         for path in cur.outputs.write_report(result, args.out, validate.blocks(tables)):
             print(path)
         diff = tables["differences"]
-        print(diff[diff["ability"].isin(["macro", "overall"])].to_string(
-            index=False, float_format=lambda x: f"{x:.2f}"))  # fmt: skip
+        print(
+            diff[diff["ability"].isin(["macro", "overall"])].to_string(
+                index=False, float_format=lambda x: f"{x:.2f}"
+            )
+        )
     return 0
 
 
@@ -225,8 +302,14 @@ def curriculum_for(args):
 
     has_mixes = bool((read_results(args.source)["construction"] == "mix").any())
     policies = tuple(p for p in POLICIES if p != "regression" or has_mixes)
-    options = Options(budget=args.budget, policies=policies, data=args.data,
-                      replicates=args.replicates, seed=args.seed, delta=args.delta)  # fmt: skip
+    options = Options(
+        budget=args.budget,
+        policies=policies,
+        data=args.data,
+        replicates=args.replicates,
+        seed=args.seed,
+        delta=args.delta,
+    )
     return cur.make(args.source, options)
 
 
@@ -240,10 +323,16 @@ def write_empty(a, out: Path, step: str) -> int:
 
     from doit.analysis import fits, report, sensitivity
 
-    columns = {"selected.csv": list(a.table.columns), "fits.csv": fits.COLUMNS,
-               "sensitivity.csv": sensitivity.COLUMNS}  # fmt: skip
-    wanted = {"run": list(columns), "select": ["selected.csv"],
-              "fit": ["fits.csv", "sensitivity.csv"]}.get(step, [])  # fmt: skip
+    columns = {
+        "selected.csv": list(a.table.columns),
+        "fits.csv": fits.COLUMNS,
+        "sensitivity.csv": sensitivity.COLUMNS,
+    }
+    wanted = {
+        "run": list(columns),
+        "select": ["selected.csv"],
+        "fit": ["fits.csv", "sensitivity.csv"],
+    }.get(step, [])
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name in wanted:
@@ -279,8 +368,11 @@ def measure_complexity(base: str, data: str | None, chat_format: str, formulatio
     from doit.models import load_for_inference
 
     model, tokenizer = load_for_inference(base, chat_format=chat_format)
-    items = [ab.formulate(it, formulation) for it in load_items(data, "test")
-             if it["ability"] in ab.ABILITY_KEYS]  # fmt: skip
+    items = [
+        ab.formulate(it, formulation)
+        for it in load_items(data, "test")
+        if it["ability"] in ab.ABILITY_KEYS
+    ]
     return complexity(model, tokenizer, items)
 
 

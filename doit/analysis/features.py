@@ -88,11 +88,17 @@ def _proxy(counts, ability, grid_mask, own):
     sub = sub[sub["base"].isin(base_of)]
     n = sub["n_per_ability"].astype(float)
     if n.nunique() < 2:  # one n: n_min = n_max, the proxy would be 1 by construction
-        why = ("no untuned base (n = 0) cell" if not base_of
-               else f"{n.nunique()} distinct n > 0 beside an untuned base")  # fmt: skip
+        why = (
+            "no untuned base (n = 0) cell"
+            if not base_of
+            else f"{n.nunique()} distinct n > 0 beside an untuned base"
+        )
         row = _row(ability, PROXY, 0, np.nan, None, np.nan, None)
-        return {**row, "transference_note": f"proxy needs an untuned base cell and >= 2 distinct "
-                                            f"n > 0 of the same base: {why}"}  # fmt: skip
+        return {
+            **row,
+            "transference_note": f"proxy needs an untuned base cell and >= 2 distinct "
+            f"n > 0 of the same base: {why}",
+        }
     lo, hi = sub[n == n.min()], sub[n == n.max()]
     gain, gain_reps = _diff(counts, hi.index, hi["base"].map(base_of))
     kept, kept_reps = _diff(counts, lo.index, lo["base"].map(base_of))
@@ -110,10 +116,18 @@ def _diff(counts, idx, ref):
 
 def _row(ability, method, pairs, gain, gain_reps, kept, kept_reps):
     g_lo, g_hi = interval(gain, gain_reps) if gain_reps is not None else (np.nan, np.nan)
-    row = {"ability": ability, "transference_method": method, "transference_pairs": pairs,
-           "full_gain": gain / max(pairs, 1), "full_gain_lo": g_lo / max(pairs, 1),
-           "full_gain_hi": g_hi / max(pairs, 1), "transference": np.nan,
-           "transference_lo": np.nan, "transference_hi": np.nan, "transference_note": ""}  # fmt: skip
+    row = {
+        "ability": ability,
+        "transference_method": method,
+        "transference_pairs": pairs,
+        "full_gain": gain / max(pairs, 1),
+        "full_gain_lo": g_lo / max(pairs, 1),
+        "full_gain_hi": g_hi / max(pairs, 1),
+        "transference": np.nan,
+        "transference_lo": np.nan,
+        "transference_hi": np.nan,
+        "transference_note": "",
+    }
     if gain_reps is None or np.isnan(g_lo):
         row["transference_note"] = "no cells to measure it"
     elif g_lo <= 0 <= g_hi:
@@ -165,10 +179,18 @@ def complexity(model, tokenizer, items: list[dict], batch_size: int = 16) -> pd.
         if not hits:
             continue
         acc, c = 100 * float(np.mean(hits)), 100 * float(np.mean(chance))
-        rows.append({"ability": ability, "complexity": 1 - (acc - c) / (100 - c),
-                     "acc_rank": acc, "chance_rank": c, "ranked_items": len(hits),
-                     "answer_tokens": float(np.mean(length)),
-                     "reasoning_steps": float(np.mean(steps)), "gold_nll": float(np.mean(nll))})  # fmt: skip
+        rows.append(
+            {
+                "ability": ability,
+                "complexity": 1 - (acc - c) / (100 - c),
+                "acc_rank": acc,
+                "chance_rank": c,
+                "ranked_items": len(hits),
+                "answer_tokens": float(np.mean(length)),
+                "reasoning_steps": float(np.mean(steps)),
+                "gold_nll": float(np.mean(nll)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -195,8 +217,10 @@ def explain(
         y = d[target].to_numpy(float)
         beta = np.linalg.lstsq(X, y, rcond=None)[0]
         r2 = 1 - ((y - X @ beta) ** 2).sum() / ((y - y.mean()) ** 2).sum()
-        press = [y[i] - X[i] @ np.linalg.lstsq(np.delete(X, i, 0), np.delete(y, i), rcond=None)[0]
-                 for i in range(len(y))]  # fmt: skip
+        press = [
+            y[i] - X[i] @ np.linalg.lstsq(np.delete(X, i, 0), np.delete(y, i), rcond=None)[0]
+            for i in range(len(y))
+        ]
         q2 = 1 - np.sum(np.square(press)) / ((y - y.mean()) ** 2).sum()
         axis = target.split("_")[0]
         rep = (
@@ -211,20 +235,36 @@ def explain(
             boot.append(np.linalg.lstsq(X[pick], yr, rcond=None)[0])
         lo, hi = np.nanpercentile(np.array(boot), [2.5, 97.5], axis=0)
         for j, name in enumerate(["intercept", *use]):
-            rows.append({"target": target, "term": name, "coef": beta[j], "coef_lo": lo[j],
-                         "coef_hi": hi[j], "r2": r2, "loao_r2": q2, "abilities": len(y)})  # fmt: skip
+            rows.append(
+                {
+                    "target": target,
+                    "term": name,
+                    "coef": beta[j],
+                    "coef_lo": lo[j],
+                    "coef_hi": hi[j],
+                    "r2": r2,
+                    "loao_r2": q2,
+                    "abilities": len(y),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-PLANTED = {"transference": ["shared_fraction"], "complexity": ["steps", "needs_pretrained_facts"],
-           "data_sensitivity": ["learnable", "expected_plateau", "saturates_at",
-                                "planted_data_rank"]}  # fmt: skip
+PLANTED = {
+    "transference": ["shared_fraction"],
+    "complexity": ["steps", "needs_pretrained_facts"],
+    "data_sensitivity": ["learnable", "expected_plateau", "saturates_at", "planted_data_rank"],
+}
 
 
 def planted_correlations(measured: pd.DataFrame, truth: dict) -> pd.DataFrame:
     """Spearman correlations of measured features with a micro corpus's planted properties."""
-    planted = pd.DataFrame([{"ability": a, **{k: _num(v.get(k)) for ks in PLANTED.values() for k in ks}}
-                            for a, v in truth.get("abilities", {}).items()])  # fmt: skip
+    planted = pd.DataFrame(
+        [
+            {"ability": a, **{k: _num(v.get(k)) for ks in PLANTED.values() for k in ks}}
+            for a, v in truth.get("abilities", {}).items()
+        ]
+    )
     df = measured.merge(planted, on="ability", how="inner")
     rows = []
     for mine, theirs in PLANTED.items():

@@ -37,9 +37,32 @@ N_PARAMS = {"logistic": 2, "loglinear": 2, "ceiling": 3}
 EPS = 1e-6
 RIDGE = 1e-6  # a whisper of shrinkage keeps a flat or perfect series finite
 MEANINGFUL_IC_GAP = 2.0  # a smaller BIC gap says little about which form is right
-COLUMNS = ["ability", "base", "n", "construction", "axis", "x", "form", "chosen", "a", "a_lo",
-           "a_hi", "b", "b_lo", "b_hi", "ceiling", "ceiling_lo", "ceiling_hi", "chance", "points",
-           "criterion", "ic", "ic_gap", "loglik", "replicates_choosing"]  # fmt: skip
+COLUMNS = [
+    "ability",
+    "base",
+    "n",
+    "construction",
+    "axis",
+    "x",
+    "form",
+    "chosen",
+    "a",
+    "a_lo",
+    "a_hi",
+    "b",
+    "b_lo",
+    "b_hi",
+    "ceiling",
+    "ceiling_lo",
+    "ceiling_hi",
+    "chance",
+    "points",
+    "criterion",
+    "ic",
+    "ic_gap",
+    "loglik",
+    "replicates_choosing",
+]
 
 
 def probability(form: str, theta: np.ndarray, t: np.ndarray, c) -> np.ndarray:
@@ -300,8 +323,12 @@ def fit_grid(counts, columns=None) -> GridFits:
         data[(ability, base, "synthetic")] = _fit(counts, idx, "n_total", 4.0)
     for (ability, n), idx in _groups(pts, curated, ["ability", "n_per_ability"]):
         size[(ability, int(n))] = _fit(counts, idx, "params", 2.0)
-    return GridFits({k: v for k, v in data.items() if v}, {k: v for k, v in size.items() if v},
-                    counts.method, counts.replicates)  # fmt: skip
+    return GridFits(
+        {k: v for k, v in data.items() if v},
+        {k: v for k, v in size.items() if v},
+        counts.method,
+        counts.replicates,
+    )
 
 
 def _groups(pts, mask, keys):
@@ -333,20 +360,42 @@ def fits_table(grid: GridFits) -> pd.DataFrame:
                 where.update(base=None, n=key[1], construction="curated")
             for form in fit.forms:
                 th, reps = fit.theta[form], fit.reps.get(form)
-                lo, hi = (np.percentile(reps, [2.5, 97.5], axis=0) if reps is not None
-                          else (np.full(len(th), np.nan),) * 2)  # fmt: skip
+                lo, hi = (
+                    np.percentile(reps, [2.5, 97.5], axis=0)
+                    if reps is not None
+                    else (np.full(len(th), np.nan),) * 2
+                )
                 top = 100 * ceiling(form, th, fit.chance)
-                top_lo, top_hi = (100 * np.percentile(ceiling(form, reps, fit.chance), [2.5, 97.5])
-                                  if reps is not None else (np.nan, np.nan))  # fmt: skip
-                rows.append({**where, "axis": axis,
-                             "x": "log4 n" if axis == "data" else "log2 params",
-                             "form": form, "chosen": form == fit.chosen,
-                             "a": th[0], "a_lo": lo[0], "a_hi": hi[0],
-                             "b": th[1], "b_lo": lo[1], "b_hi": hi[1],
-                             "ceiling": top, "ceiling_lo": top_lo, "ceiling_hi": top_hi,
-                             "chance": 100 * fit.chance, "points": fit.n_points,
-                             "criterion": fit.criterion, "ic": fit.ic[form],
-                             "ic_gap": fit.ic_gap, "loglik": fit.ll[form],
-                             "replicates_choosing": float(np.mean(fit.choice == fit.forms.index(form)))
-                             if fit.choice is not None else np.nan})  # fmt: skip
+                top_lo, top_hi = (
+                    100 * np.percentile(ceiling(form, reps, fit.chance), [2.5, 97.5])
+                    if reps is not None
+                    else (np.nan, np.nan)
+                )
+                rows.append(
+                    {
+                        **where,
+                        "axis": axis,
+                        "x": "log4 n" if axis == "data" else "log2 params",
+                        "form": form,
+                        "chosen": form == fit.chosen,
+                        "a": th[0],
+                        "a_lo": lo[0],
+                        "a_hi": hi[0],
+                        "b": th[1],
+                        "b_lo": lo[1],
+                        "b_hi": hi[1],
+                        "ceiling": top,
+                        "ceiling_lo": top_lo,
+                        "ceiling_hi": top_hi,
+                        "chance": 100 * fit.chance,
+                        "points": fit.n_points,
+                        "criterion": fit.criterion,
+                        "ic": fit.ic[form],
+                        "ic_gap": fit.ic_gap,
+                        "loglik": fit.ll[form],
+                        "replicates_choosing": float(np.mean(fit.choice == fit.forms.index(form)))
+                        if fit.choice is not None
+                        else np.nan,
+                    }
+                )
     return pd.DataFrame(rows, columns=COLUMNS)

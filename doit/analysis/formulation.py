@@ -44,21 +44,31 @@ def choose(
     if rule == MAX:
         own = (table["formulation"] == table["cell_formulation"]).fillna(False)
         ordered = table.assign(_own=own).sort_values(
-            [*KEY, "score", "_own"], ascending=[True] * len(KEY) + [False, False],
+            [*KEY, "score", "_own"],
+            ascending=[True] * len(KEY) + [False, False],
             na_position="last",
-        )  # fmt: skip
+        )
         chosen = ordered.drop_duplicates(KEY).drop(columns="_own")
     else:
         chosen = table[table["formulation"] == rule]
         if chosen.empty:
-            raise ValueError(f"no results rows scored in the {rule} formulation (the table has "
-                             f"{', '.join(sorted(table['formulation'].unique()))})")  # fmt: skip
+            raise ValueError(
+                f"no results rows scored in the {rule} formulation (the table has "
+                f"{', '.join(sorted(table['formulation'].unique()))})"
+            )
     chosen = chosen.sort_values(KEY, ignore_index=True)
     if items is None:
         return chosen, None
     keys = [*KEY, "formulation"]
-    picked = chosen[keys].astype({"cell": "string", "split": "string", "ability": "string",
-                                  "formulation": "string", "epoch": float})  # fmt: skip
+    picked = chosen[keys].astype(
+        {
+            "cell": "string",
+            "split": "string",
+            "ability": "string",
+            "formulation": "string",
+            "epoch": float,
+        }
+    )
     mine = items.astype({"epoch": float}).merge(picked, on=keys, how="inner")
     return chosen, mine.astype({"epoch": "Float64"})
 
@@ -67,13 +77,17 @@ def _cells_of(table: pd.DataFrame, cell_formulation: str | None) -> pd.DataFrame
     found = sorted(table["cell_formulation"].dropna().unique())
     if cell_formulation is None:
         if len(found) > 1:
-            raise ValueError(f"the table holds cells trained in the {' and '.join(found)} "
-                             "formulations (a formulation axis): analyse one at a time "
-                             "(--cell-formulation NAME)")  # fmt: skip
+            raise ValueError(
+                f"the table holds cells trained in the {' and '.join(found)} "
+                "formulations (a formulation axis): analyse one at a time "
+                "(--cell-formulation NAME)"
+            )
         return table
     if cell_formulation not in found:
-        raise ValueError(f"no cells trained in the {cell_formulation} formulation (the table "
-                         f"has {', '.join(found)})")  # fmt: skip
+        raise ValueError(
+            f"no cells trained in the {cell_formulation} formulation (the table "
+            f"has {', '.join(found)})"
+        )
     return table[table["cell_formulation"] == cell_formulation]
 
 
@@ -86,8 +100,9 @@ def comparison(table: pd.DataFrame) -> pd.DataFrame:
     if several.empty:
         return pd.DataFrame()
     by = ["base", "n_per_ability", "split", "ability"]
-    wide = several.pivot_table(index=[*by, "cell", "epoch"], columns="formulation",
-                               values="score", aggfunc="first")  # fmt: skip
+    wide = several.pivot_table(
+        index=[*by, "cell", "epoch"], columns="formulation", values="score", aggfunc="first"
+    )
     wide[MAX] = wide.max(axis=1)
     out = wide.groupby(level=by).mean().reset_index()
     out.columns.name = None
@@ -98,10 +113,15 @@ def describe(table: pd.DataFrame, rule: str) -> str:
     """One sentence: how the cells trained, what they were scored in, and the rule read."""
     trained = ", ".join(sorted(table["cell_formulation"].dropna().unique()))
     scored = ", ".join(sorted(table["formulation"].dropna().unique()))
-    how = ("the higher score of a checkpoint's formulations, per ability and split (OLMES's "
-           "max rule)" if rule == MAX else f"the {rule} formulation's rows")  # fmt: skip
-    return (f"Formulation: cells trained (an untuned base: rendered) in {trained}, scored in "
-            f"{scored}; the analysis reads {how}.")  # fmt: skip
+    how = (
+        "the higher score of a checkpoint's formulations, per ability and split (OLMES's max rule)"
+        if rule == MAX
+        else f"the {rule} formulation's rows"
+    )
+    return (
+        f"Formulation: cells trained (an untuned base: rendered) in {trained}, scored in "
+        f"{scored}; the analysis reads {how}."
+    )
 
 
 def rescored(study, norm: str, splits=("valid",)) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -122,8 +142,9 @@ def rescored(study, norm: str, splits=("valid",)) -> tuple[pd.DataFrame, pd.Data
     grid = read_plan(study).grid
     rows, items = read_results(study), read_results(study, per_item=True)
     rows = rows[rows["split"].isin(splits) & (rows["formulation"] == text)]
-    loaded = {s: load_split_items(grid.doit_dir, s, ood=s == "test", formulation=text)
-              for s in splits}  # fmt: skip
+    loaded = {
+        s: load_split_items(grid.doit_dir, s, ood=s == "test", formulation=text) for s in splits
+    }
     new_rows, new_items = [], []
     for (cell, epoch, step, split), block in rows.groupby(["cell", "epoch", "step", "split"]):
         folder = checkpoint_folder(Path(study) / CELLS / cell, float(epoch), int(step))
@@ -131,8 +152,12 @@ def rescored(study, norm: str, splits=("valid",)) -> tuple[pd.DataFrame, pd.Data
         got, verdicts = score_rows(split, scores, text)
         score = {r["ability"]: r["score"] for r in got}
         new_rows.append(block.assign(score=block["ability"].map(score).astype("Float64")))
-        mine = items[(items["cell"] == cell) & (items["epoch"] == epoch)
-                     & (items["split"] == split) & (items["formulation"] == text)]  # fmt: skip
+        mine = items[
+            (items["cell"] == cell)
+            & (items["epoch"] == epoch)
+            & (items["split"] == split)
+            & (items["formulation"] == text)
+        ]
         correct = {(v["type"], v["idx"]): v["correct"] for v in verdicts}
         new_items.append(mine.assign(correct=[correct[k] for k in zip(mine["type"], mine["idx"])]))
     return pd.concat(new_rows, ignore_index=True), pd.concat(new_items, ignore_index=True)
@@ -141,8 +166,9 @@ def rescored(study, norm: str, splits=("valid",)) -> tuple[pd.DataFrame, pd.Data
 TEXT_KINDS = ("mc_text", "tf_text", "multiselect_text")
 
 
-def compare_norms(study, norms=None, splits=("valid",), replicates: int = 2000, seed: int = 0
-                  ) -> pd.DataFrame:  # fmt: skip
+def compare_norms(
+    study, norms=None, splits=("valid",), replicates: int = 2000, seed: int = 0
+) -> pd.DataFrame:
     """The ranking normalisations compared on a study's text scorings of ``splits``: per
     normalisation, the score over every item of the abilities with text-formulation items
     (every cell, seeds pooled), and per pair the difference, each with its 95% CI, all from
@@ -170,12 +196,26 @@ def compare_norms(study, norms=None, splits=("valid",), replicates: int = 2000, 
             cols = np.flatnonzero((where & (pts["mix"] == norm)).to_numpy(dtype=bool))
             point = 100 * pts["k"].iloc[cols].sum() / pts["m"].iloc[cols].sum()
             pooled[norm] = (point, 100 * counts.k[:, cols].sum(1) / counts.m[:, cols].sum(1))
-            out.append({"ability": ability, "compared": norm, "points": len(cols),
-                        "value": point, **_ci(interval, *pooled[norm])})  # fmt: skip
+            out.append(
+                {
+                    "ability": ability,
+                    "compared": norm,
+                    "points": len(cols),
+                    "value": point,
+                    **_ci(interval, *pooled[norm]),
+                }
+            )
         for a, b in itertools.combinations(norms, 2):
             d = pooled[a][0] - pooled[b][0]
-            out.append({"ability": ability, "compared": f"{a} - {b}", "points": None,
-                        "value": d, **_ci(interval, d, pooled[a][1] - pooled[b][1])})  # fmt: skip
+            out.append(
+                {
+                    "ability": ability,
+                    "compared": f"{a} - {b}",
+                    "points": None,
+                    "value": d,
+                    **_ci(interval, d, pooled[a][1] - pooled[b][1]),
+                }
+            )
     return pd.DataFrame(out)
 
 

@@ -53,8 +53,15 @@ RUN_COLUMNS = {
     "wall_s": "training wall seconds",
     "unigram_loss": "the corpus's unigram baseline, nats per token",
 }
-NUMERIC = ("seed", "params_non_embedding", "params_total", "valid_loss", "tokens", "wall_s",
-           "unigram_loss")  # fmt: skip
+NUMERIC = (
+    "seed",
+    "params_non_embedding",
+    "params_total",
+    "valid_loss",
+    "tokens",
+    "wall_s",
+    "unigram_loss",
+)
 LOG = logging.getLogger(__name__)
 
 
@@ -73,8 +80,12 @@ def read_runs(ladders) -> pd.DataFrame:
                 continue
             last = end[-1]
             unigram = [last[k] for k in ("unigram_entropy", "unigram_valid_loss") if k in last]
-            rows.append({**{k: last[k] for k in list(RUN_COLUMNS)[:-1]},
-                         "unigram_loss": min(unigram) if unigram else np.nan})  # fmt: skip
+            rows.append(
+                {
+                    **{k: last[k] for k in list(RUN_COLUMNS)[:-1]},
+                    "unigram_loss": min(unigram) if unigram else np.nan,
+                }
+            )
     if not rows:
         raise FileNotFoundError(f"no finished runs (metrics.jsonl with an end row) under {ladders}")
     return pd.DataFrame(rows)
@@ -173,9 +184,13 @@ def paired_differences(df: pd.DataFrame, base: str = BASE) -> pd.DataFrame:
 def summarize(df: pd.DataFrame, base: str = BASE) -> pd.DataFrame:
     """The table: one row per (arch, size), the base first, then by size."""
     g = df.groupby(["arch", "size"])
-    table = g.agg(n_seeds=("seed", "nunique"), params_non_embedding=("params_non_embedding", "first"),
-                  params_total=("params_total", "first"), valid_loss_mean=("valid_loss", "mean"),
-                  valid_loss_sd=("valid_loss", "std"))  # fmt: skip
+    table = g.agg(
+        n_seeds=("seed", "nunique"),
+        params_non_embedding=("params_non_embedding", "first"),
+        params_total=("params_total", "first"),
+        valid_loss_mean=("valid_loss", "mean"),
+        valid_loss_sd=("valid_loss", "std"),
+    )
     d = paired_differences(df, base).groupby(["arch", "size"])["diff"]
     mean_col, sd_col = f"diff_vs_{base}_mean", f"diff_vs_{base}_sd"
     table = table.join(d.mean().rename(mean_col)).join(d.std().rename(sd_col))
@@ -202,8 +217,9 @@ def fit_lines(df: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
     out = {}
     for arch, g in df.groupby("arch"):
         if g["size"].nunique() >= 2:
-            out[arch] = fit_line(np.log(g.params_non_embedding.to_numpy(float)),
-                                 np.log(g.valid_loss.to_numpy(float)))  # fmt: skip
+            out[arch] = fit_line(
+                np.log(g.params_non_embedding.to_numpy(float)), np.log(g.valid_loss.to_numpy(float))
+            )
     return out
 
 
@@ -229,8 +245,11 @@ def bootstrap_ratio(df, arch, n_ref, base=BASE, replicates=REPLICATES, seed=0):
     rng = np.random.default_rng(seed)
     points = {}  # (arch, seed) -> (log N, log loss, sizes), rows in table order
     for (a, s), g in df[df.arch.isin([base, arch])].groupby(["arch", "seed"], sort=False):
-        points[a, s] = (np.log(g.params_non_embedding.to_numpy(float)),
-                        np.log(g.valid_loss.to_numpy(float)), set(g["size"]))  # fmt: skip
+        points[a, s] = (
+            np.log(g.params_non_embedding.to_numpy(float)),
+            np.log(g.valid_loss.to_numpy(float)),
+            set(g["size"]),
+        )
     ratios = []
     for _ in range(replicates):
         draw = rng.choice(seeds, size=len(seeds))
@@ -253,15 +272,27 @@ def fit_table(df: pd.DataFrame, base: str = BASE, replicates: int = REPLICATES, 
     fits, n_ref = fit_lines(df), reference_params(df, base)
     rows = []
     for arch, (a, b, r2) in sorted(fits.items()):
-        row = {"arch": arch, "intercept": a, "slope": b, "r2": r2,
-               "n_points": int((df.arch == arch).sum()), "n_seeds": df[df.arch == arch].seed.nunique()}  # fmt: skip
+        row = {
+            "arch": arch,
+            "intercept": a,
+            "slope": b,
+            "r2": r2,
+            "n_points": int((df.arch == arch).sum()),
+            "n_seeds": df[df.arch == arch].seed.nunique(),
+        }
         if arch != base and base in fits:
             ratio = equal_loss_ratio(fits[base], fits[arch], n_ref)
             lo, hi = bootstrap_ratio(df, arch, n_ref, base, replicates, seed)
             sizes = df[df.arch == arch].params_non_embedding
             note = ratio_note(fits[base][1], b, ratio * n_ref, sizes.min(), sizes.max(), base)
-            row.update(n_ref=n_ref, param_ratio=ratio, fewer_params_pct=100 * (1 - ratio),
-                       ratio_ci_low=lo, ratio_ci_high=hi, ratio_note=note)  # fmt: skip
+            row.update(
+                n_ref=n_ref,
+                param_ratio=ratio,
+                fewer_params_pct=100 * (1 - ratio),
+                ratio_ci_low=lo,
+                ratio_ci_high=hi,
+                ratio_note=note,
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -269,12 +300,16 @@ def fit_table(df: pd.DataFrame, base: str = BASE, replicates: int = REPLICATES, 
 def ratio_note(base_slope, slope, n_needed, n_min, n_max, base=BASE) -> str:
     """Why an equal-loss ratio is not a measurement ("" when it is one)."""
     if base_slope >= 0 or slope >= 0:
-        return (f"not measurable: the loss does not fall with size (slopes {base} "
-                f"{base_slope:+.4f}, arch {slope:+.4f})")  # fmt: skip
+        return (
+            f"not measurable: the loss does not fall with size (slopes {base} "
+            f"{base_slope:+.4f}, arch {slope:+.4f})"
+        )
     if not n_min <= n_needed <= n_max:
         n_text = f"{n_needed:,.0f}" if n_needed >= 1 else f"{n_needed:.3g}"
-        return (f"extrapolated: the arch would need N = {n_text}, outside its ladder "
-                f"({n_min:,.0f}..{n_max:,.0f})")  # fmt: skip
+        return (
+            f"extrapolated: the arch would need N = {n_text}, outside its ladder "
+            f"({n_min:,.0f}..{n_max:,.0f})"
+        )
     return ""
 
 
@@ -294,8 +329,11 @@ def verdict(df, table, fits, arch: str, base: str = BASE) -> str:
         f"{r['size']} {r[col + '_mean']:+.4f} +- {r[col + '_sd']:.4f}" for _, r in rows.iterrows()
     )
     mean, sd, n = overall_difference(df, arch, base)
-    lines = [f"{arch} - {base}, final valid loss (nats), paired by seed, mean +- SD over seeds:",
-             f"  per size: {sizes}", f"  all sizes: {mean:+.4f} +- {sd:.4f} ({n} seed{'s' if n != 1 else ''})"]  # fmt: skip
+    lines = [
+        f"{arch} - {base}, final valid loss (nats), paired by seed, mean +- SD over seeds:",
+        f"  per size: {sizes}",
+        f"  all sizes: {mean:+.4f} +- {sd:.4f} ({n} seed{'s' if n != 1 else ''})",
+    ]
     fit = fits[fits.arch == arch]
     if not fit.empty and "param_ratio" in fit:
         f = fit.iloc[0].fillna({"ratio_note": ""})
@@ -304,9 +342,11 @@ def verdict(df, table, fits, arch: str, base: str = BASE) -> str:
             lines.append(f"{head} {f.ratio_note} (the lines give {f.param_ratio:.3g}; {PAPER})")
         else:
             change = f"{abs(f.fewer_params_pct):.1f}% {'fewer' if f.param_ratio <= 1 else 'more'}"
-            lines.append(f"{head} {f.param_ratio:.3f} ({change} parameters than {base}), 95% "
-                         f"bootstrap CI over seeds [{f.ratio_ci_low:.3f}, {f.ratio_ci_high:.3f}]; "
-                         f"{PAPER}")  # fmt: skip
+            lines.append(
+                f"{head} {f.param_ratio:.3f} ({change} parameters than {base}), 95% "
+                f"bootstrap CI over seeds [{f.ratio_ci_low:.3f}, {f.ratio_ci_high:.3f}]; "
+                f"{PAPER}"
+            )
     lines.append("  verdict: " + verdict_word(arch, base, mean, sd, n))
     return "\n".join(lines)
 
@@ -319,9 +359,11 @@ def ladder_checks(df: pd.DataFrame, table: pd.DataFrame, margin: float = 1.0) ->
     else:
         worst = df.loc[gap.idxmin()]
         ok = "PASS" if (gap >= margin).all() else "FAIL"
-        lines = [f"  {ok}: every run >= {margin:g} nat below the unigram baseline "
-                 f"({df.unigram_loss.min():.3f} nats); the closest is {worst.arch} {worst['size']} "
-                 f"seed {worst.seed} at {worst.valid_loss:.4f} ({gap.min():.3f} below)"]  # fmt: skip
+        lines = [
+            f"  {ok}: every run >= {margin:g} nat below the unigram baseline "
+            f"({df.unigram_loss.min():.3f} nats); the closest is {worst.arch} {worst['size']} "
+            f"seed {worst.seed} at {worst.valid_loss:.4f} ({gap.min():.3f} below)"
+        ]
     for arch, rows in table.groupby("arch", sort=False):
         rows = rows.sort_values("params_non_embedding")
         means = rows.valid_loss_mean.to_numpy()

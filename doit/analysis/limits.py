@@ -40,47 +40,65 @@ def study_notes(a) -> list[str]:
     notes = []
     method = a.counts.method
     if method != PAIRED:
-        notes.append(f"No paired item bootstrap: {method}; CIs on differences between cells are "
-                     "wider than a paired bootstrap's.")  # fmt: skip
+        notes.append(
+            f"No paired item bootstrap: {method}; CIs on differences between cells are "
+            "wider than a paired bootstrap's."
+        )
     cells = a.selected.drop_duplicates("cell")
     tuned = cells[cells["construction"] != "base"]
     if len(tuned) and tuned["fallback"].any():
-        notes.append(f"{int(tuned['fallback'].sum())} of {len(tuned)} fine-tuned cell(s) fell back "
-                     f"to their last epoch (the {a.rule!r} rule found no eligible epoch: fewer than "
-                     "5 epochs or no validation rows).")  # fmt: skip
+        notes.append(
+            f"{int(tuned['fallback'].sum())} of {len(tuned)} fine-tuned cell(s) fell back "
+            f"to their last epoch (the {a.rule!r} rule found no eligible epoch: fewer than "
+            "5 epochs or no validation rows)."
+        )
     s = shape(a.counts.points)
     if not s["n_per_base"]:
-        notes.append("No fine-tuned uniform curated cells (n > 0): no fits, sensitivities or "
-                     "predictions; the figures show the observed scores only.")  # fmt: skip
+        notes.append(
+            "No fine-tuned uniform curated cells (n > 0): no fits, sensitivities or "
+            "predictions; the figures show the observed scores only."
+        )
         return notes
     short = {b: ns for b, ns in s["n_per_base"].items() if len(ns) < 2}
     if short:
         which = "; ".join(f"base {b} has {len(ns)} (n = {ns[0]})" for b, ns in short.items())
         whole = "no data fits" if len(short) == len(s["n_per_base"]) else "those bases not fitted"
-        notes.append(f"{NEED_DATA}: {which} ({whole}; data_sensitivity and saturation_n "
-                     "empty where no base has a fit).")  # fmt: skip
+        notes.append(
+            f"{NEED_DATA}: {which} ({whole}; data_sensitivity and saturation_n "
+            "empty where no base has a fit)."
+        )
     most_bases = max(len(b) for b in s["bases_per_n"].values())
     if most_bases < 2:
         bases = sorted(s["n_per_base"])
-        notes.append(f"{NEED_SIZE}: this study has {len(bases)} ({', '.join(bases)}); "
-                     "size_sensitivity is empty.")  # fmt: skip
+        notes.append(
+            f"{NEED_SIZE}: this study has {len(bases)} ({', '.join(bases)}); "
+            "size_sensitivity is empty."
+        )
     most_n = max(len(ns) for ns in s["n_per_base"].values())
     if most_bases < 3 and most_n < 3:
-        notes.append(f"{NEED_PREDICT}: this study has at most {most_bases} base(s) at one n and "
-                     f"{most_n} n per base; predictions.csv is empty.")  # fmt: skip
+        notes.append(
+            f"{NEED_PREDICT}: this study has at most {most_bases} base(s) at one n and "
+            f"{most_n} n per base; predictions.csv is empty."
+        )
     fits = list(a.grid.data.values()) + list(a.grid.size.values())
     if fits and all(f.n_points == 2 for f in fits):
-        notes.append("Every fit has only 2 points: both forms pass through them, so the form "
-                     "choice (gap 0) and the curve between the points are not informed by the "
-                     "data; only the end-to-end slope is.")  # fmt: skip
+        notes.append(
+            "Every fit has only 2 points: both forms pass through them, so the form "
+            "choice (gap 0) and the curve between the points are not informed by the "
+            "data; only the end-to-end slope is."
+        )
     if s["untuned"]:
-        notes.append("n = 0 (untuned base) cells are not fitted (log 0 is undefined); they are "
-                     "drawn at the left edge of the data figures and anchor the transference "
-                     "proxy.")  # fmt: skip
+        notes.append(
+            "n = 0 (untuned base) cells are not fitted (log 0 is undefined); they are "
+            "drawn at the left edge of the data figures and anchor the transference "
+            "proxy."
+        )
     stuck = [r["ability"] for _, r in a.sensitivity.iterrows() if "no item variance" in r["note"]]
     if stuck:
-        notes.append(f"Scores only at 0 or 100 in every fitted cell of {', '.join(stuck)}: no item "
-                     "variance, so their CIs are degenerate and their groups undetermined.")  # fmt: skip
+        notes.append(
+            f"Scores only at 0 or 100 in every fitted cell of {', '.join(stuck)}: no item "
+            "variance, so their CIs are degenerate and their groups undetermined."
+        )
     return notes
 
 

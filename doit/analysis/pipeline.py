@@ -45,8 +45,10 @@ class Analysis:
         check_scale(table, self.source)
         unknown = unknown_abilities(table)
         if unknown:
-            self.notes.append(f"Abilities not in the ability registry, left out: "
-                              f"{', '.join(unknown)} (doit.data.abilities lists the known keys).")  # fmt: skip
+            self.notes.append(
+                f"Abilities not in the ability registry, left out: "
+                f"{', '.join(unknown)} (doit.data.abilities lists the known keys)."
+            )
             table = table[~table["ability"].isin(unknown)].reset_index(drop=True)
         return table
 
@@ -77,8 +79,11 @@ class Analysis:
     def analysed_rows(self) -> pd.DataFrame:
         """Every scoring of the cells analysed (those trained in ``cell_formulation``)."""
         rows = self.all_rows
-        return rows if self.cell_formulation is None else rows[
-            rows["cell_formulation"] == self.cell_formulation]  # fmt: skip
+        return (
+            rows
+            if self.cell_formulation is None
+            else rows[rows["cell_formulation"] == self.cell_formulation]
+        )
 
     @cached_property
     def formulations(self) -> pd.DataFrame:
@@ -92,8 +97,9 @@ class Analysis:
 
     @cached_property
     def counts(self):
-        return bootstrap_counts(self.selected, self.items, self.replicates, self.seed,
-                                splits=(self.split,))  # fmt: skip
+        return bootstrap_counts(
+            self.selected, self.items, self.replicates, self.seed, splits=(self.split,)
+        )
 
     @cached_property
     def grid(self):
@@ -166,8 +172,10 @@ def check_scale(table: pd.DataFrame, source: str) -> None:
     """Refuse scores on a 0-1 scale: every score <= 1 while chance is in points."""
     scores, chance = table["score"].dropna(), table["chance"].dropna()
     if len(scores) and scores.max() <= 1 and len(chance) and chance.max() > 1:
-        raise ValueError(f"{source}: score: every score is <= 1 while chance is in points (up "
-                         f"to {chance.max():g}): the table is on a 0-1 scale; scores are 0-100")  # fmt: skip
+        raise ValueError(
+            f"{source}: score: every score is <= 1 while chance is in points (up "
+            f"to {chance.max():g}): the table is on a 0-1 scale; scores are 0-100"
+        )
 
 
 def load_truth(data_dir) -> dict | None:

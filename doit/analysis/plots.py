@@ -39,8 +39,17 @@ def _panels(n: int, size=3.2):
 
 
 def _say(ax, text: str):
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=7, wrap=True,
-            transform=ax.transAxes, color="dimgrey")  # fmt: skip
+    ax.text(
+        0.5,
+        0.5,
+        text,
+        ha="center",
+        va="center",
+        fontsize=7,
+        wrap=True,
+        transform=ax.transAxes,
+        color="dimgrey",
+    )
 
 
 def _observed(a):
@@ -84,19 +93,28 @@ def _data_axis(ax, obs, x0, ylabel):
     ax.set_ylabel(ylabel, fontsize=8)
 
 
-def scaling_data(a) -> plt.Figure:
-    """Observed points per base (n = 0 hollow, at the left), fitted curves where a fit exists."""
+def _ability_panels(a):
+    """(observed, bases in order, abilities, figure, one axis per ability); the figure says
+    so when there is nothing to draw (abilities empty)."""
     obs, order = _observed(a)
     abilities = sorted(obs["ability"].unique())
     fig, axes = _panels(len(abilities))
     if not abilities:
         _say(axes[0], "no uniform or untuned-base test scores to draw")
+    return obs, order, abilities, fig, axes
+
+
+def scaling_data(a) -> plt.Figure:
+    """Observed points per base (n = 0 hollow, at the left), fitted curves where a fit exists."""
+    obs, order, abilities, fig, axes = _ability_panels(a)
+    if not abilities:
         return fig
     x0 = _anchor(obs)
     for ax, ability in zip(axes, abilities):
         mine = obs[obs["ability"] == ability]
-        fits = dict((k[1], f) for k, f in a.grid.data.items()
-                    if k[0] == ability and k[2] == "curated")  # fmt: skip
+        fits = dict(
+            (k[1], f) for k, f in a.grid.data.items() if k[0] == ability and k[2] == "curated"
+        )
         curves = _curves(fits.items())
         for i, base in enumerate(order):
             color, pts = f"C{i}", mine[mine["base"] == base]
@@ -110,8 +128,15 @@ def scaling_data(a) -> plt.Figure:
                 ax.plot(n, pt, "-", color=color)
                 ax.fill_between(n, lo, hi, color=color, alpha=0.2)
         if not curves:
-            ax.text(0.02, 0.98, "no fit: < 2 n per base", fontsize=6, va="top",
-                    transform=ax.transAxes, color="dimgrey")  # fmt: skip
+            ax.text(
+                0.02,
+                0.98,
+                "no fit: < 2 n per base",
+                fontsize=6,
+                va="top",
+                transform=ax.transAxes,
+                color="dimgrey",
+            )
         chance = float(mine["chance"].mean())
         ax.axhline(chance, color="grey", ls=":", lw=1, label="chance", gid="chance")
         _data_axis(ax, obs, x0, "test score")
@@ -181,8 +206,13 @@ def sensitivity_features(a) -> plt.Figure:
                 err = [d[target] - d[f"{target}_lo"], d[f"{target}_hi"] - d[target]]
                 ax.errorbar(d[feature], d[target], yerr=np.abs(err), fmt="o", ms=4, lw=0.8)
                 for _, r in d.iterrows():
-                    ax.annotate(r["ability"], (r[feature], r[target]), fontsize=7,
-                                xytext=(3, 3), textcoords="offset points")  # fmt: skip
+                    ax.annotate(
+                        r["ability"],
+                        (r[feature], r[target]),
+                        fontsize=7,
+                        xytext=(3, 3),
+                        textcoords="offset points",
+                    )
             ax.axhline(0, color="grey", lw=0.6)
             ax.set(xlabel=feature, ylabel=target.replace("_", " "))
     fig.tight_layout()
@@ -191,11 +221,8 @@ def sensitivity_features(a) -> plt.Figure:
 
 def heatmap(a) -> plt.Figure:
     """Per ability, the observed score over base x n (n = 0: the untuned base)."""
-    obs, order = _observed(a)
-    abilities = sorted(obs["ability"].unique())
-    fig, axes = _panels(len(abilities))
+    obs, order, abilities, fig, axes = _ability_panels(a)
     if not abilities:
-        _say(axes[0], "no uniform or untuned-base test scores to draw")
         return fig
     for ax, ability in zip(axes, abilities):
         mine = obs[obs["ability"] == ability]
@@ -232,23 +259,46 @@ def loss_vs_params(ladder) -> plt.Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for i, (arch, rows) in enumerate(table.groupby("arch")):
         color = f"C{i}"
-        left.errorbar(rows.params_non_embedding, rows.valid_loss_mean, yerr=rows.valid_loss_sd,
-                      fmt="o", color=color, capsize=3, label=arch)  # fmt: skip
+        left.errorbar(
+            rows.params_non_embedding,
+            rows.valid_loss_mean,
+            yerr=rows.valid_loss_sd,
+            fmt="o",
+            color=color,
+            capsize=3,
+            label=arch,
+        )
         fit = fits[fits.arch == arch]
         if not fit.empty:
             n = np.geomspace(rows.params_non_embedding.min(), rows.params_non_embedding.max(), 50)
             a, b = fit.iloc[0].intercept, fit.iloc[0].slope
-            left.plot(n, np.exp(a + b * np.log(n)), color=color, lw=1,
-                      label=f"{arch} fit, slope {b:.3f}")  # fmt: skip
+            left.plot(
+                n, np.exp(a + b * np.log(n)), color=color, lw=1, label=f"{arch} fit, slope {b:.3f}"
+            )
         if arch != base:
-            right.errorbar(rows.params_non_embedding, rows[f"diff_vs_{base}_mean"],
-                           yerr=rows[f"diff_vs_{base}_sd"], fmt="o-", color=color, capsize=3,
-                           label=f"{arch} - {base}")  # fmt: skip
-    left.set(xscale="log", yscale="log", xlabel="non-embedding parameters",
-             ylabel="final validation loss (nats)", title="loss vs size (mean +- SD over seeds)")  # fmt: skip
+            right.errorbar(
+                rows.params_non_embedding,
+                rows[f"diff_vs_{base}_mean"],
+                yerr=rows[f"diff_vs_{base}_sd"],
+                fmt="o-",
+                color=color,
+                capsize=3,
+                label=f"{arch} - {base}",
+            )
+    left.set(
+        xscale="log",
+        yscale="log",
+        xlabel="non-embedding parameters",
+        ylabel="final validation loss (nats)",
+        title="loss vs size (mean +- SD over seeds)",
+    )
     right.axhline(0, color="grey", lw=0.8)
-    right.set(xscale="log", xlabel="non-embedding parameters (of the arch)",
-              ylabel=f"loss difference vs {base} (nats)", title="paired by seed: mean +- SD")  # fmt: skip
+    right.set(
+        xscale="log",
+        xlabel="non-embedding parameters (of the arch)",
+        ylabel=f"loss difference vs {base} (nats)",
+        title="paired by seed: mean +- SD",
+    )
     plain = matplotlib.ticker.FormatStrFormatter("%.2f")
     left.yaxis.set_major_formatter(plain)
     left.yaxis.set_minor_formatter(plain)

@@ -17,8 +17,21 @@ from doit.analysis.bootstrap import Counts
 from doit.analysis.fits import fit_series, uniform
 
 LADDER_WITHIN, LADDER_HARD_MAE = 2.0, 6.9  # Bhagia et al. (2024)
-COLUMNS = ["holdout", "ability", "base", "params", "n", "observed", "predicted", "lo", "hi",
-           "abs_error", "covered", "form", "fit_points"]  # fmt: skip
+COLUMNS = [
+    "holdout",
+    "ability",
+    "base",
+    "params",
+    "n",
+    "observed",
+    "predicted",
+    "lo",
+    "hi",
+    "abs_error",
+    "covered",
+    "form",
+    "fit_points",
+]
 
 
 def predictions(counts: Counts, seed: int = 0) -> pd.DataFrame:
@@ -42,8 +55,9 @@ def _holdout(counts, block, column, log_base, name, rng) -> list[dict]:
     train, test = block.index[~target].to_numpy(), block.index[target].to_numpy()
     tr = counts.points.loc[train]
     chance = float(tr["chance"].mean()) / 100
-    fit = fit_series(tr[column], tr["k"], tr["m"], chance, counts.k[:, train], counts.m[:, train],
-                     log_base)  # fmt: skip
+    fit = fit_series(
+        tr[column], tr["k"], tr["m"], chance, counts.k[:, train], counts.m[:, train], log_base
+    )
     out = []
     for i in test:
         row = counts.points.loc[i]
@@ -52,12 +66,23 @@ def _holdout(counts, block, column, log_base, name, rng) -> list[dict]:
         draws = 100 * rng.binomial(m, np.clip(reps[:, 0] / 100, 0, 1)) / m
         lo, hi = np.percentile(draws, [2.5, 97.5])
         observed = float(row["score"])
-        out.append({"holdout": name, "ability": row["ability"], "base": row["base"],
-                    "params": int(row["params"]), "n": int(row["n_per_ability"]),
-                    "observed": observed, "predicted": float(point[0]), "lo": float(lo),
-                    "hi": float(hi), "abs_error": abs(float(point[0]) - observed),
-                    "covered": bool(lo <= observed <= hi), "form": fit.chosen,
-                    "fit_points": fit.n_points})  # fmt: skip
+        out.append(
+            {
+                "holdout": name,
+                "ability": row["ability"],
+                "base": row["base"],
+                "params": int(row["params"]),
+                "n": int(row["n_per_ability"]),
+                "observed": observed,
+                "predicted": float(point[0]),
+                "lo": float(lo),
+                "hi": float(hi),
+                "abs_error": abs(float(point[0]) - observed),
+                "covered": bool(lo <= observed <= hi),
+                "form": fit.chosen,
+                "fit_points": fit.n_points,
+            }
+        )
     return out
 
 
@@ -66,7 +91,10 @@ def summary(pred: pd.DataFrame) -> pd.DataFrame:
     if pred.empty:
         return pd.DataFrame(columns=["holdout", "ability", "cells", "mae", "within_2", "coverage"])
     g = pred.groupby(["holdout", "ability"], sort=True)
-    out = g.agg(cells=("abs_error", "size"), mae=("abs_error", "mean"),
-                within_2=("abs_error", lambda e: float(np.mean(e <= LADDER_WITHIN))),
-                coverage=("covered", "mean"))  # fmt: skip
+    out = g.agg(
+        cells=("abs_error", "size"),
+        mae=("abs_error", "mean"),
+        within_2=("abs_error", lambda e: float(np.mean(e <= LADDER_WITHIN))),
+        coverage=("covered", "mean"),
+    )
     return out.reset_index()

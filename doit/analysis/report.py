@@ -30,14 +30,22 @@ def blocks(a, figures: dict[str, Path], curriculum=(), headline: str | None = No
     b = [("h1", "Scaling analysis")]
     if truth:
         b.append(("p", summary.SYNTHETIC))
-    b += [("p", headline or summary.headline(a)),
-          ("figure", figures.get("scaling_data")),
-          ("p", "Test score against training items per ability (log scale), one line per base: "
-                "points observed, the fitted curve with its 95% band, the untuned base hollow "
-                "one 4x step left, chance dotted."),
-          ("figure", figures.get("macro")),
-          ("p", f"Macro: the mean of the {len(_in_domain(a))} in-domain abilities' test scores "
-                "(the C-Eval OOD sets are not in it), per base.")]  # fmt: skip
+    b += [
+        ("p", headline or summary.headline(a)),
+        ("figure", figures.get("scaling_data")),
+        (
+            "p",
+            "Test score against training items per ability (log scale), one line per base: "
+            "points observed, the fitted curve with its 95% band, the untuned base hollow "
+            "one 4x step left, chance dotted.",
+        ),
+        ("figure", figures.get("macro")),
+        (
+            "p",
+            f"Macro: the mean of the {len(_in_domain(a))} in-domain abilities' test scores "
+            "(the C-Eval OOD sets are not in it), per base.",
+        ),
+    ]
     b += _group_blocks(a)
     b += list(curriculum)
     b += _feature_blocks(a, figures)
@@ -56,53 +64,82 @@ def _group_blocks(a):
     for axis in ("data", "size"):
         v, lo, hi = (s[f"{axis}_sensitivity{x}"] for x in ("", "_lo", "_hi"))
         compact[f"{axis} sensitivity [95% CI]"] = [
-            "" if pd.isna(x) else summary.ci(x, y, z) for x, y, z in zip(v, lo, hi)]  # fmt: skip
+            "" if pd.isna(x) else summary.ci(x, y, z) for x, y, z in zip(v, lo, hi)
+        ]
         compact[f"MDE {axis}"] = s[f"mde_{axis}"].round(1)
     compact["group"] = s["group"]
     for col in ("planted_group", "published_group"):
         if col in s and (s[col] != "").any():
             compact[col.replace("_", " ")] = s[col]
-    return [("h2", "Sensitivity and groups"),
-            ("p", "Data sensitivity: fitted points per 4x training items (averaged over bases); "
-                  "size sensitivity: fitted points per doubling of non-embedding parameters "
-                  f"(averaged over n). A factor is responsive when its CI's lower bound exceeds "
-                  f"delta = {a.delta:g} points, resistant when its CI lies inside [-{a.delta:g}, "
-                  f"{a.delta:g}], otherwise undetermined; MDE is the smallest sensitivity this "
-                  "grid and item count would detect (80% power), so an undetermined factor with "
-                  "a large MDE is underpowered, not resistant."),
-            ("table", compact)]  # fmt: skip
+    return [
+        ("h2", "Sensitivity and groups"),
+        (
+            "p",
+            "Data sensitivity: fitted points per 4x training items (averaged over bases); "
+            "size sensitivity: fitted points per doubling of non-embedding parameters "
+            f"(averaged over n). A factor is responsive when its CI's lower bound exceeds "
+            f"delta = {a.delta:g} points, resistant when its CI lies inside [-{a.delta:g}, "
+            f"{a.delta:g}], otherwise undetermined; MDE is the smallest sensitivity this "
+            "grid and item count would detect (80% power), so an undetermined factor with "
+            "a large MDE is underpowered, not resistant.",
+        ),
+        ("table", compact),
+    ]
 
 
 def _detail_blocks(a, figures):
     sens, fits = a.sensitivity, a.fits
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
-    b = [("p", describe_formulation(a.analysed_rows, a.formulation)),
-         ("p", f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
-               "macro in-domain validation score among epochs >= 5, reported on test, unless "
-               f"another rule was asked for); {int(a.selected.drop_duplicates('cell')['fallback'].sum())} "
-               "cell(s) fell back to their last epoch (fewer than 5 epochs, no validation rows, or "
-               "an untuned n = 0 base)."),
-         ("p", f"Uncertainty: {a.counts.method}, {a.counts.replicates} replicates"
-               + (" (seeds resampled first where a cell has several)." if "paired" in a.counts.method
-                  else ". Without per-item rows the cells are not paired, so CIs on differences "
-                       "between cells are wider than a paired bootstrap's."))]  # fmt: skip
+    b = [
+        ("p", describe_formulation(a.analysed_rows, a.formulation)),
+        (
+            "p",
+            f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
+            "macro in-domain validation score among epochs >= 5, reported on test, unless "
+            f"another rule was asked for); {int(a.selected.drop_duplicates('cell')['fallback'].sum())} "
+            "cell(s) fell back to their last epoch (fewer than 5 epochs, no validation rows, or "
+            "an untuned n = 0 base).",
+        ),
+        (
+            "p",
+            f"Uncertainty: {a.counts.method}, {a.counts.replicates} replicates"
+            + (
+                " (seeds resampled first where a cell has several)."
+                if "paired" in a.counts.method
+                else ". Without per-item rows the cells are not paired, so CIs on differences "
+                "between cells are wider than a paired bootstrap's."
+            ),
+        ),
+    ]
     if a.limits:
         b += [("h3", "What this study could not give"), ("list", a.limits)]
     if not a.formulations.empty:
-        b += [("h3", "Formulations"),
-              ("p", "Checkpoints scored in several formulations: the mean score of each and of "
-                    "the per-checkpoint maximum (OLMES's max rule), by base, n, split and ability."),
-              ("table", a.formulations.round(2))]  # fmt: skip
-    b += [("h3", "Sensitivities, every column"), ("table", _published(sens, a.ground_truth)),
-          ("h3", "Fits"),
-          ("p", f"Three forms per series (logistic in log n with the chance floor fixed and a "
-                f"ceiling of 100; log-linear; the logistic with a free ceiling, from four points), "
-                f"chosen by {CRITERION}. {len(weak)} of {len(chosen)} series chose with a gap "
-                f"under {MEANINGFUL_IC_GAP:g}: there the choice means little, and the "
-                "replicates choose their own form, so the CIs carry that doubt."),
-          ("table", chosen.drop(columns=["rule", "uncertainty"], errors="ignore").round(3)),
-          ("h3", "Base x n"), ("figure", figures.get("heatmap"))]  # fmt: skip
+        b += [
+            ("h3", "Formulations"),
+            (
+                "p",
+                "Checkpoints scored in several formulations: the mean score of each and of "
+                "the per-checkpoint maximum (OLMES's max rule), by base, n, split and ability.",
+            ),
+            ("table", a.formulations.round(2)),
+        ]
+    b += [
+        ("h3", "Sensitivities, every column"),
+        ("table", _published(sens, a.ground_truth)),
+        ("h3", "Fits"),
+        (
+            "p",
+            f"Three forms per series (logistic in log n with the chance floor fixed and a "
+            f"ceiling of 100; log-linear; the logistic with a free ceiling, from four points), "
+            f"chosen by {CRITERION}. {len(weak)} of {len(chosen)} series chose with a gap "
+            f"under {MEANINGFUL_IC_GAP:g}: there the choice means little, and the "
+            "replicates choose their own form, so the CIs carry that doubt.",
+        ),
+        ("table", chosen.drop(columns=["rule", "uncertainty"], errors="ignore").round(3)),
+        ("h3", "Base x n"),
+        ("figure", figures.get("heatmap")),
+    ]
     return b + _paper_blocks(a)
 
 
@@ -126,32 +163,47 @@ def _prediction_blocks(a):
     s = a.prediction_summary
     if s.empty:
         return [("h2", "Prediction"), ("p", f"Nothing held out: {NEED_PREDICT}.")]
-    txt = (f"Fit on a subset, predict the rest: the largest base from the smaller ones, and the "
-           f"largest n from the smaller ones; 95% prediction intervals. Overall mean absolute "
-           f"error {a.predictions['abs_error'].mean():.2f} points, "
-           f"{100 * (a.predictions['abs_error'] <= LADDER_WITHIN).mean():.0f}% of held-out cells "
-           f"within {LADDER_WITHIN:g} points, interval coverage {100 * a.predictions['covered'].mean():.0f}%. "
-           f"For comparison, the model-ladder work on task scaling laws (Bhagia et al., 2024) "
-           f"predicted four tasks of 7B/13B models within {LADDER_WITHIN:g} points from small "
-           f"models and averaged {LADDER_HARD_MAE} points on harder tasks.")  # fmt: skip
+    txt = (
+        f"Fit on a subset, predict the rest: the largest base from the smaller ones, and the "
+        f"largest n from the smaller ones; 95% prediction intervals. Overall mean absolute "
+        f"error {a.predictions['abs_error'].mean():.2f} points, "
+        f"{100 * (a.predictions['abs_error'] <= LADDER_WITHIN).mean():.0f}% of held-out cells "
+        f"within {LADDER_WITHIN:g} points, interval coverage {100 * a.predictions['covered'].mean():.0f}%. "
+        f"For comparison, the model-ladder work on task scaling laws (Bhagia et al., 2024) "
+        f"predicted four tasks of 7B/13B models within {LADDER_WITHIN:g} points from small "
+        f"models and averaged {LADDER_HARD_MAE} points on harder tasks."
+    )
     return [("h2", "Prediction"), ("p", txt), ("table", s.round(3))]
 
 
 def _feature_blocks(a, figures):
     f = a.features
     methods = ", ".join(sorted(f["transference_method"].dropna().unique()))
-    notes = ("Complexity not measured (run `features --base MODEL --data DOIT_DIR`)."
-             if f["complexity"].isna().all() else "")  # fmt: skip
-    out = [("h2", "Complexity and Transference"),
-           ("p", "Complexity = 1 - (acc_rank - chance) / (100 - chance), acc_rank being the untuned "
-                 "base's format-free ranking accuracy; Transference = the share of an ability's "
-                 f"full-mix gain over chance reached without its own data ({methods}). {notes}"),
-           ("table", f.drop(columns=["rule"], errors="ignore").round(3))]  # fmt: skip
+    notes = (
+        "Complexity not measured (run `features --base MODEL --data DOIT_DIR`)."
+        if f["complexity"].isna().all()
+        else ""
+    )
+    out = [
+        ("h2", "Complexity and Transference"),
+        (
+            "p",
+            "Complexity = 1 - (acc_rank - chance) / (100 - chance), acc_rank being the untuned "
+            "base's format-free ranking accuracy; Transference = the share of an ability's "
+            f"full-mix gain over chance reached without its own data ({methods}). {notes}",
+        ),
+        ("table", f.drop(columns=["rule"], errors="ignore").round(3)),
+    ]
     if not a.explain.empty:
-        out += [("h3", "Explaining sensitivity"),
-                ("p", "Each sensitivity regressed on the features across abilities (bootstrap CIs; "
-                      "loao_r2: leave-one-ability-out predictive R^2)."),
-                ("table", a.explain.round(3))]  # fmt: skip
+        out += [
+            ("h3", "Explaining sensitivity"),
+            (
+                "p",
+                "Each sensitivity regressed on the features across abilities (bootstrap CIs; "
+                "loao_r2: leave-one-ability-out predictive R^2).",
+            ),
+            ("table", a.explain.round(3)),
+        ]
     else:
         out += [
             (
@@ -162,11 +214,16 @@ def _feature_blocks(a, figures):
         ]
     out += [("figure", figures.get("sensitivity_features"))]
     if a.planted is not None:
-        out += [("h3", "Against the micro corpus's planted properties"),
-                ("p", "Spearman correlations of the measured features and sensitivities with the "
-                      "properties the generator planted (ground_truth.json); planted_data_rank is "
-                      "its intended order of data sensitivity (1 the least, 10 the most)."),
-                ("table", a.planted.round(3))]  # fmt: skip
+        out += [
+            ("h3", "Against the micro corpus's planted properties"),
+            (
+                "p",
+                "Spearman correlations of the measured features and sensitivities with the "
+                "properties the generator planted (ground_truth.json); planted_data_rank is "
+                "its intended order of data sensitivity (1 the least, 10 the most).",
+            ),
+            ("table", a.planted.round(3)),
+        ]
     return out
 
 
@@ -174,9 +231,14 @@ def _paper_blocks(a):
     if not PAPER_TABLE.is_file():
         return []
     paper = pd.read_csv(PAPER_TABLE)
-    out = [("h2", "The study's published table"),
-           ("p", "AGIEval and CMMLU of the 7B data-mix settings (Song et al., 2025), beside this "
-                 "study's scores on the same benchmark splits where it has them.")]  # fmt: skip
+    out = [
+        ("h2", "The study's published table"),
+        (
+            "p",
+            "AGIEval and CMMLU of the 7B data-mix settings (Song et al., 2025), beside this "
+            "study's scores on the same benchmark splits where it has them.",
+        ),
+    ]
     wide = paper.pivot_table(
         index=["setting", "benchmark", "shots"], columns="epoch", values="score"
     )
@@ -232,8 +294,10 @@ def to_markdown(bl, out: Path) -> str:
             parts.append(f"![{x.stem}]({x.relative_to(out)})")
         elif kind == "details":
             title, inner = x
-            parts.append(f"<details><summary>{title}</summary>\n\n"
-                         f"{to_markdown(inner, out).rstrip()}\n\n</details>")  # fmt: skip
+            parts.append(
+                f"<details><summary>{title}</summary>\n\n"
+                f"{to_markdown(inner, out).rstrip()}\n\n</details>"
+            )
     return "\n\n".join(parts) + "\n"
 
 
@@ -252,13 +316,17 @@ def _cell(v) -> str:
 
 
 def to_html(bl) -> str:
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
-             ".scroll{overflow-x:auto;max-width:100%}"
-             "table.t{border-collapse:collapse;font-size:12px;margin:1em 0;white-space:nowrap}"
-             "table.t td,table.t th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}"
-             "details{margin:1.5em 0}summary{font-weight:bold;cursor:pointer}")  # fmt: skip
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>doit scaling analysis"
-            f"</title><style>{style}</style></head><body>{_html_body(bl)}</body></html>\n")  # fmt: skip
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
+        ".scroll{overflow-x:auto;max-width:100%}"
+        "table.t{border-collapse:collapse;font-size:12px;margin:1em 0;white-space:nowrap}"
+        "table.t td,table.t th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}"
+        "details{margin:1.5em 0}summary{font-weight:bold;cursor:pointer}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>doit scaling analysis"
+        f"</title><style>{style}</style></head><body>{_html_body(bl)}</body></html>\n"
+    )
 
 
 def _html_body(bl) -> str:
@@ -278,6 +346,7 @@ def _html_body(bl) -> str:
             body.append(f'<figure><img alt="{x.stem}" src="data:image/png;base64,{data}"></figure>')
         elif kind == "details":
             title, inner = x
-            body.append(f"<details><summary>{html.escape(title)}</summary>{_html_body(inner)}"
-                        "</details>")  # fmt: skip
+            body.append(
+                f"<details><summary>{html.escape(title)}</summary>{_html_body(inner)}</details>"
+            )
     return "".join(body)

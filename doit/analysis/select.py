@@ -35,8 +35,10 @@ def select_checkpoints(
     if rule not in RULES:
         raise ValueError(f"checkpoint rule {rule!r}: expected one of {', '.join(RULES)}")
     if splits is not None and "valid" in splits and rule != "last":
-        raise ValueError(f"checkpoint rule {rule!r} chooses by the valid split, so it cannot "
-                         "also report it (use rule 'last' to report valid)")  # fmt: skip
+        raise ValueError(
+            f"checkpoint rule {rule!r} chooses by the valid split, so it cannot "
+            "also report it (use rule 'last' to report valid)"
+        )
     chosen = _chosen_epochs(table, rule)  # cell[, ability] -> epoch, fallback
     keys = ["cell", "ability"] if rule == "study-per-ability" else ["cell"]
     if splits is None:

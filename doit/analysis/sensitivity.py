@@ -32,16 +32,33 @@ from doit.analysis.limits import ability_note
 DELTA = 2.0
 POWER_Z = norm.ppf(0.975) + norm.ppf(0.8)
 GROUPS = ("saturating", "responsive_both", "resistant_size", "resistant_both", "undetermined")
-COLUMNS = ["ability", "data_sensitivity", "data_sensitivity_lo", "data_sensitivity_hi",
-           "size_sensitivity", "size_sensitivity_lo", "size_sensitivity_hi", "saturation_n",
-           "saturation_n_lo", "saturation_n_hi", "saturation_share", "mde_data", "mde_size",
-           "group"]  # fmt: skip
+COLUMNS = [
+    "ability",
+    "data_sensitivity",
+    "data_sensitivity_lo",
+    "data_sensitivity_hi",
+    "size_sensitivity",
+    "size_sensitivity_lo",
+    "size_sensitivity_hi",
+    "saturation_n",
+    "saturation_n_lo",
+    "saturation_n_hi",
+    "saturation_share",
+    "mde_data",
+    "mde_size",
+    "group",
+]
 # The published study's groups (Song et al., 2025), for the report.
 PUBLISHED = {
-    "code": "responsive_both", "biology": "responsive_both", "history": "responsive_both",
-    "understanding": "resistant_size", "reasoning": "resistant_size",
-    "ethics": "resistant_both", "role_play": "resistant_both", "creative_writing": "saturating",
-}  # fmt: skip
+    "code": "responsive_both",
+    "biology": "responsive_both",
+    "history": "responsive_both",
+    "understanding": "resistant_size",
+    "reasoning": "resistant_size",
+    "ethics": "resistant_both",
+    "role_play": "resistant_both",
+    "creative_writing": "saturating",
+}
 
 
 def slope(fits: list, per_log) -> tuple[float, np.ndarray | None]:
@@ -79,8 +96,9 @@ def saturation(fits: list, share: float = SATURATED) -> tuple[float, float, floa
     n = np.geomspace(lo, hi, 200)
     floor = 100 * np.mean([f.chance for f in fits])
     curves, tops = zip(*((f.curve(n), f.asymptote()) for f in fits))
-    point = first_reaching(np.mean([c[0] for c in curves], 0), np.mean([t[0] for t in tops]),
-                           floor, n, share)  # fmt: skip
+    point = first_reaching(
+        np.mean([c[0] for c in curves], 0), np.mean([t[0] for t in tops]), floor, n, share
+    )
     if any(c[1] is None for c in curves):
         return point, np.nan, np.nan, np.nan
     rep_curves = np.mean([c[1] for c in curves], 0)  # (R, len n)
@@ -149,13 +167,27 @@ def sensitivities(
         note, degenerate = ability_note(data_fits, size_fits, most_n, most_bases)
         if degenerate:  # a CI of width 0 from counts at 0 or m says nothing about the factor
             data_class = size_class = "undetermined"
-        rows.append({"ability": a, "data_sensitivity": d, "data_sensitivity_lo": d_lo,
-                     "data_sensitivity_hi": d_hi, "size_sensitivity": s,
-                     "size_sensitivity_lo": s_lo, "size_sensitivity_hi": s_hi,
-                     "saturation_n": sat, "saturation_n_lo": sat_lo, "saturation_n_hi": sat_hi,
-                     "saturation_share": sat_share, "mde_data": _mde(d_reps), "mde_size": _mde(s_reps),
-                     "group": group(data_class, size_class, not np.isnan(sat)),
-                     "data_class": data_class, "size_class": size_class, "note": note})  # fmt: skip
+        rows.append(
+            {
+                "ability": a,
+                "data_sensitivity": d,
+                "data_sensitivity_lo": d_lo,
+                "data_sensitivity_hi": d_hi,
+                "size_sensitivity": s,
+                "size_sensitivity_lo": s_lo,
+                "size_sensitivity_hi": s_hi,
+                "saturation_n": sat,
+                "saturation_n_lo": sat_lo,
+                "saturation_n_hi": sat_hi,
+                "saturation_share": sat_share,
+                "mde_data": _mde(d_reps),
+                "mde_size": _mde(s_reps),
+                "group": group(data_class, size_class, not np.isnan(sat)),
+                "data_class": data_class,
+                "size_class": size_class,
+                "note": note,
+            }
+        )
         reps[a] = {"data": d_reps, "size": s_reps}
     return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class", "note"]), reps
 

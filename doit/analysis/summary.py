@@ -8,10 +8,12 @@ import pandas as pd
 
 from doit.data import abilities as ab
 
-SYNTHETIC = ("The data are the synthetic micro DoIT corpus (`doit data micro`): a generated world "
-             "whose abilities were planted with known properties (ground_truth.json), not the "
-             "DoIT dataset. Its numbers say whether the toolkit recovers what was planted, "
-             "nothing about Chinese LLMs.")  # fmt: skip
+SYNTHETIC = (
+    "The data are the synthetic micro DoIT corpus (`doit data micro`): a generated world "
+    "whose abilities were planted with known properties (ground_truth.json), not the "
+    "DoIT dataset. Its numbers say whether the toolkit recovers what was planted, "
+    "nothing about Chinese LLMs."
+)
 
 
 def ci(v: float, lo: float, hi: float, sign: bool = True) -> str:
@@ -28,8 +30,10 @@ def by_data_sensitivity(a) -> pd.DataFrame:
 
 
 def _named(rows: pd.DataFrame) -> str:
-    return "; ".join(f"{r.ability} {ci(r.data_sensitivity, r.data_sensitivity_lo, r.data_sensitivity_hi)}"
-                     for r in rows.itertuples())  # fmt: skip
+    return "; ".join(
+        f"{r.ability} {ci(r.data_sensitivity, r.data_sensitivity_lo, r.data_sensitivity_hi)}"
+        for r in rows.itertuples()
+    )
 
 
 def group_agreement(a) -> tuple[int, int, int] | None:
@@ -69,9 +73,11 @@ def _gain_text(gain, budget: int | None, base: str | None, seeds: int) -> str:
     over = "items only, one training seed" if seeds < 2 else f"items and {seeds} seeds"
     at = f" at {budget} items" if budget else ""
     on = f" on {base}" if base else ""
-    return (f"the marginal curriculum{at}{on} minus uniform, test macro over the "
-            f"{len(ab.ABILITY_KEYS)} in-domain abilities: {ci(gain['diff'], gain['diff_lo'], gain['diff_hi'])} "
-            f"points (paired CI over {over})")  # fmt: skip
+    return (
+        f"the marginal curriculum{at}{on} minus uniform, test macro over the "
+        f"{len(ab.ABILITY_KEYS)} in-domain abilities: {ci(gain['diff'], gain['diff_lo'], gain['diff_hi'])} "
+        f"points (paired CI over {over})"
+    )
 
 
 def headline(a, gain=None, budget=None, base=None, seeds: int = 1) -> str:
@@ -80,33 +86,49 @@ def headline(a, gain=None, budget=None, base=None, seeds: int = 1) -> str:
     ranked = by_data_sensitivity(a)
     parts = []
     if len(ranked):
-        parts.append(f"Fastest-growing with data (points per 4x items, 95% CI): "
-                     f"{_named(ranked.head(2))}; slowest: {_named(ranked.tail(2).iloc[::-1])}.")  # fmt: skip
+        parts.append(
+            f"Fastest-growing with data (points per 4x items, 95% CI): "
+            f"{_named(ranked.head(2))}; slowest: {_named(ranked.tail(2).iloc[::-1])}."
+        )
     groups = group_agreement(a)
     if groups:
         agree, total, undetermined = groups
-        parts.append(f"{agree} of {total} abilities fall in their planted group "
-                     f"({undetermined} undetermined: their CIs neither exceed nor lie inside the "
-                     "margin; the MDE column says how large an effect the grid could see).")  # fmt: skip
+        parts.append(
+            f"{agree} of {total} abilities fall in their planted group "
+            f"({undetermined} undetermined: their CIs neither exceed nor lie inside the "
+            "margin; the MDE column says how large an effect the grid could see)."
+        )
     rank = rank_agreement(a)
     if rank:
-        parts.append(f"The measured data sensitivities rank the abilities as the generator "
-                     f"planted them at Spearman {rank[0]:.2f} ({rank[1]} abilities).")  # fmt: skip
+        parts.append(
+            f"The measured data sensitivities rank the abilities as the generator "
+            f"planted them at Spearman {rank[0]:.2f} ({rank[1]} abilities)."
+        )
     if gain is not None:
         text = _gain_text(gain, budget, base, seeds)
         parts.append(text[0].upper() + text[1:] + ".")
     return " ".join(parts) or "No data sensitivity could be measured (see the limits below)."
 
 
-def summary_lines(a, gain, seconds: float, report, budget=None, base=None, seeds: int = 1,
-                  cells: int | None = None) -> list[str]:  # fmt: skip
+def summary_lines(
+    a,
+    gain,
+    seconds: float,
+    report,
+    budget=None,
+    base=None,
+    seeds: int = 1,
+    cells: int | None = None,
+) -> list[str]:
     """At most ten lines for a terminal (`recipes/demo.py`)."""
     ranked = by_data_sensitivity(a)
     done = f"{cells} cells, " if cells is not None else ""
     lines = [f"study: synthetic micro DoIT (not DoIT); {done}{seconds / 60:.1f} min"]
     if len(ranked):
-        lines += [f"fastest with data (points per 4x items): {_named(ranked.head(2))}",
-                  f"slowest: {_named(ranked.tail(2).iloc[::-1])}"]  # fmt: skip
+        lines += [
+            f"fastest with data (points per 4x items): {_named(ranked.head(2))}",
+            f"slowest: {_named(ranked.tail(2).iloc[::-1])}",
+        ]
     groups = group_agreement(a)
     if groups:
         lines.append(f"groups: {groups[0]} of {groups[1]} as planted ({groups[2]} undetermined)")

@@ -85,8 +85,9 @@ def planted_study(
         cells.append((f"{base}-base", base, params, "base", 0, None, 0, (0.0,), None))
         for n in ns:
             for s in range(seeds):
-                cells.append((f"{base}-n{n}-s{s}", base, params, "curated", n, None, s, epochs,
-                              None))  # fmt: skip
+                cells.append(
+                    (f"{base}-n{n}-s{s}", base, params, "curated", n, None, s, epochs, None)
+                )
             if n in loo_ns:
                 for a in curves:
                     cell = f"{base}-n{n}-loo-{a}"
@@ -94,12 +95,16 @@ def planted_study(
     for name in mixes or {}:  # after the grid: the grid's draws are those of a study without
         for base, params in bases.items():
             for s in range(seeds):
-                cells.append((f"{base}-{name}-s{s}", base, params, "mix", None, None, s, epochs,
-                              name))  # fmt: skip
+                cells.append(
+                    (f"{base}-{name}-s{s}", base, params, "mix", None, None, s, epochs, name)
+                )
     k = len(curves)
     for cell, base, params, construction, n, excluded, seed, eps, mix in cells:
-        own = (mixes[mix] if mix else
-               {a: 0 if construction == "base" or a == excluded else n for a in curves})  # fmt: skip
+        own = (
+            mixes[mix]
+            if mix
+            else {a: 0 if construction == "base" or a == excluded else n for a in curves}
+        )
         n_total = sum(own.values())
         for epoch in eps:
             for a, curve in curves.items():
@@ -111,20 +116,44 @@ def planted_study(
                 if excluded == a:
                     p = curve.chance + curve.transference * (p - curve.chance)
                 spent = {} if tokens is None else {"tokens_own": own.get(a, 0) * tokens[a] * epoch}
-                common = dict(cell=cell, base=base, arch="llama", params=params,
-                              construction=construction, mix=mix, n_per_ability=n,
-                              n_total=n_total, seed=seed, epoch=epoch, step=int(epoch * 10),
-                              ability=a, chance=100 * curve.chance, excluded_ability=excluded,
-                              n_own=own.get(a, 0), **spent)  # fmt: skip
+                common = dict(
+                    cell=cell,
+                    base=base,
+                    arch="llama",
+                    params=params,
+                    construction=construction,
+                    mix=mix,
+                    n_per_ability=n,
+                    n_total=n_total,
+                    seed=seed,
+                    epoch=epoch,
+                    step=int(epoch * 10),
+                    ability=a,
+                    chance=100 * curve.chance,
+                    excluded_ability=excluded,
+                    n_own=own.get(a, 0),
+                    **spent,
+                )
                 valid = rng.binomial(n_items, p) / n_items
                 rows.append({**common, "split": "valid", "score": 100 * valid, "n_items": n_items})
                 correct = rng.random(n_items) < p
-                rows.append({**common, "split": "test", "score": 100 * correct.mean(),
-                             "n_items": n_items})  # fmt: skip
+                rows.append(
+                    {**common, "split": "test", "score": 100 * correct.mean(), "n_items": n_items}
+                )
                 if per_item:
-                    items += [dict(cell=cell, epoch=epoch, split="test", ability=a,
-                                   type=f"{a}_test", idx=i, answer_kind="mc", correct=bool(c))
-                              for i, c in enumerate(correct)]  # fmt: skip
+                    items += [
+                        dict(
+                            cell=cell,
+                            epoch=epoch,
+                            split="test",
+                            ability=a,
+                            type=f"{a}_test",
+                            idx=i,
+                            answer_kind="mc",
+                            correct=bool(c),
+                        )
+                        for i, c in enumerate(correct)
+                    ]
     table = frame(rows)
     item_table = frame(items, per_item=True) if per_item else None
     return table, item_table, truth(curves, bases, ns)
@@ -138,9 +167,14 @@ def truth(curves: dict[str, Curve], bases: dict[str, int], ns) -> pd.DataFrame:
             [100 * (c.p(p, pmin, max(ns)) - c.p(p, pmin, min(ns))) for p in bases.values()]
         )
         size = np.mean([100 * (c.p(pmax, pmin, n) - c.p(pmin, pmin, n)) for n in ns])
-        out.append(dict(ability=a, data_sensitivity=data / (np.log(max(ns) / min(ns)) / np.log(4)),
-                        size_sensitivity=size / np.log2(pmax / pmin) if pmax > pmin else np.nan,
-                        transference=c.transference))  # fmt: skip
+        out.append(
+            dict(
+                ability=a,
+                data_sensitivity=data / (np.log(max(ns) / min(ns)) / np.log(4)),
+                size_sensitivity=size / np.log2(pmax / pmin) if pmax > pmin else np.nan,
+                transference=c.transference,
+            )
+        )
     return pd.DataFrame(out)
 
 
@@ -162,34 +196,60 @@ def law_study(
         uniform = len(set(counts.values())) == 1 and set(counts) == set(chance)
         n = next(iter(counts.values())) if uniform else None
         for a, c in chance.items():
-            common = dict(cell=name, base="s", arch="llama", params=params,
-                          construction="curated" if uniform else "mix",
-                          mix=None if uniform else name, n_per_ability=n,
-                          n_total=sum(counts.values()), seed=0, epoch=5.0, step=50, ability=a,
-                          chance=100 * c, n_items=n_items, n_own=counts.get(a, 0))  # fmt: skip
+            common = dict(
+                cell=name,
+                base="s",
+                arch="llama",
+                params=params,
+                construction="curated" if uniform else "mix",
+                mix=None if uniform else name,
+                n_per_ability=n,
+                n_total=sum(counts.values()),
+                seed=0,
+                epoch=5.0,
+                step=50,
+                ability=a,
+                chance=100 * c,
+                n_items=n_items,
+                n_own=counts.get(a, 0),
+            )
             for split in ("valid", "test"):
                 k = rng.binomial(n_items, float(np.clip(p[a], 0, 1)))
                 rows.append({**common, "split": split, "score": 100 * k / n_items})
     return frame(rows)
 
 
-def planted_macro(curves: dict[str, Curve], counts: dict[str, int], params: float = 1.0,
-                  params_min: float = 1.0) -> float:  # fmt: skip
+def planted_macro(
+    curves: dict[str, Curve], counts: dict[str, int], params: float = 1.0, params_min: float = 1.0
+) -> float:
     """The planted macro score (0-100) of an allocation, transfer included (``Curve.score``)."""
     total, k = sum(counts.values()), len(curves)
-    return 100 * float(np.mean([c.score(params, params_min, counts[a],
-                                        (total - counts[a]) / max(k - 1, 1))
-                                for a, c in curves.items()]))  # fmt: skip
+    return 100 * float(
+        np.mean(
+            [
+                c.score(params, params_min, counts[a], (total - counts[a]) / max(k - 1, 1))
+                for a, c in curves.items()
+            ]
+        )
+    )
 
 
-def oracle_allocation(curves: dict[str, Curve], budget: int, lower: int = 1, upper: int = 1000,
-                      params: float = 1.0, params_min: float = 1.0) -> dict[str, int]:  # fmt: skip
+def oracle_allocation(
+    curves: dict[str, Curve],
+    budget: int,
+    lower: int = 1,
+    upper: int = 1000,
+    params: float = 1.0,
+    params_min: float = 1.0,
+) -> dict[str, int]:
     """The exact optimum of the planted macro at ``budget`` items, each ability within
     [lower, upper] (`doit.analysis.curriculum.optimise.maximise`)."""
     from doit.analysis.curriculum.optimise import maximise
 
     k, n = len(curves), np.arange(lower, upper + 1)
-    values = [np.array([c.score(params, params_min, x, (budget - x) / max(k - 1, 1)) for x in n])
-              for c in curves.values()]  # fmt: skip
+    values = [
+        np.array([c.score(params, params_min, x, (budget - x) / max(k - 1, 1)) for x in n])
+        for c in curves.values()
+    ]
     extra = maximise(values, budget - lower * k)
     return {a: lower + x for a, x in zip(curves, extra)}

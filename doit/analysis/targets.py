@@ -26,8 +26,15 @@ from doit.grid.results import read_results
 SPLITS = ("valid", "test")
 KNOWLEDGE_SIZE = ("biology", "history", "chinese", "code")
 # #21: the planted-learnable abilities other than math (math is asked for less: +3 points)
-LEARNABLE = ("biology", "history", "code", "creative_writing", "chinese", "understanding",
-             "reasoning")  # fmt: skip
+LEARNABLE = (
+    "biology",
+    "history",
+    "code",
+    "creative_writing",
+    "chinese",
+    "understanding",
+    "reasoning",
+)
 REPLICATES = 2000
 
 
@@ -63,9 +70,18 @@ def score_table(counts: Counts, truth: dict) -> pd.DataFrame:
             continue
         score, lo, hi = score_interval(counts, i)
         chance = 100 * truth[p.ability].get("chance", float("nan"))
-        rows.append({"ability": p.ability, "base": p.base, "n": int(p.n_per_ability),
-                     "score": round(score, 1), "lo": round(lo, 1), "hi": round(hi, 1),
-                     "chance": round(chance, 1), "above_chance": round(score - chance, 1)})  # fmt: skip
+        rows.append(
+            {
+                "ability": p.ability,
+                "base": p.base,
+                "n": int(p.n_per_ability),
+                "score": round(score, 1),
+                "lo": round(lo, 1),
+                "hi": round(hi, 1),
+                "chance": round(chance, 1),
+                "above_chance": round(score - chance, 1),
+            }
+        )
     columns = ["ability", "base", "n", "score", "lo", "hi", "chance", "above_chance"]
     return pd.DataFrame(rows, columns=columns).sort_values(
         ["ability", "base", "n"], ignore_index=True
@@ -162,36 +178,57 @@ def _creative(c, truth, table, small, large, lo_n, hi_n):
 
 
 TARGETS = (
-    ("learnable: >= 7 of 10 abilities >= 15 points above chance, larger base, n = {hi}", _learnable),
-    ("data responds: >= 5 learnable abilities gain >= 10 points, n = {lo} -> {hi}, CI above 0",
-     _data),
-    ("size responds: >= 3 of biology, history, chinese, code: the larger base ahead by >= 5 at "
-     "n = {hi}, CI above 0", _size),
+    (
+        "learnable: >= 7 of 10 abilities >= 15 points above chance, larger base, n = {hi}",
+        _learnable,
+    ),
+    (
+        "data responds: >= 5 learnable abilities gain >= 10 points, n = {lo} -> {hi}, CI above 0",
+        _data,
+    ),
+    (
+        "size responds: >= 3 of biology, history, chinese, code: the larger base ahead by >= 5 at "
+        "n = {hi}, CI above 0",
+        _size,
+    ),
     ("understanding: data gain exceeds the size gap", _data_over_size("understanding")),
     ("reasoning: data gain exceeds the size gap", _data_over_size("reasoning")),
     ("plateau: role_play's CI includes 50 (or within 50 +- 10) at every n", _role_play),
     ("plateau: ethics below its planted plateau + 10 at every n", _ethics),
     ("plateau: creative_writing n = 64 vs {hi} within 5 points or CI includes 0", _creative),
-)  # fmt: skip
+)
 
 
 TEXT_TARGETS = (
-    ("learnable: >= 6 of the 7 planted-learnable abilities but math >= 15 points above chance, "
-     "larger base, n = {hi}", _learnable_text),
+    (
+        "learnable: >= 6 of the 7 planted-learnable abilities but math >= 15 points above chance, "
+        "larger base, n = {hi}",
+        _learnable_text,
+    ),
     ("data responds: >= 5 of them gain >= 10 points, n = {lo} -> {hi}, CI above 0", _data_text),
     ("data responds: math gains >= 3 points, n = {lo} -> {hi}, CI above 0", _math),
-    TARGETS[2], TARGETS[3], TARGETS[4], TARGETS[5],
-    ("plateau: ethics never above its planted (text) plateau + 10, within +- 10 of it at n = {hi}",
-     _ethics_near),
+    TARGETS[2],
+    TARGETS[3],
+    TARGETS[4],
+    TARGETS[5],
+    (
+        "plateau: ethics never above its planted (text) plateau + 10, within +- 10 of it at n = {hi}",
+        _ethics_near,
+    ),
     TARGETS[7],
-)  # fmt: skip
+)
 SETS = {"letter": TARGETS, "text": TEXT_TARGETS}  # #12's targets, #21's
 
 
 def check_targets(
-    counts: Counts, truth: dict, small: str, large: str, lo_n: int, hi_n: int,
+    counts: Counts,
+    truth: dict,
+    small: str,
+    large: str,
+    lo_n: int,
+    hi_n: int,
     which: str = "letter",
-) -> list[tuple[str, bool | None, str]]:  # fmt: skip
+) -> list[tuple[str, bool | None, str]]:
     """[(target, passed or None when the study lacks its cells, detail)]: issue #12's targets
     (``which="letter"``) or #21's (``"text"``)."""
     table = score_table(counts, truth)
@@ -208,8 +245,10 @@ def check_targets(
 def markdown(table: pd.DataFrame, checks: list) -> str:
     """The ability x (base, n) score table and the checked targets, as Markdown."""
     view = table.pivot_table(index=["ability", "chance"], columns=["base", "n"], values="score")
-    md = ["| ability | chance | " + " | ".join(f"{b} n={n}" for b, n in view.columns) + " |",
-          "|---|---|" + "---|" * len(view.columns)]  # fmt: skip
+    md = [
+        "| ability | chance | " + " | ".join(f"{b} n={n}" for b, n in view.columns) + " |",
+        "|---|---|" + "---|" * len(view.columns),
+    ]
     for (ability, chance), row in view.iterrows():
         md.append(f"| {ability} | {chance:.1f} | " + " | ".join(f"{v:.1f}" for v in row) + " |")
     marks = {True: "x", False: " ", None: "-"}

@@ -152,8 +152,9 @@ def _texts_of_options(question: str, letters: Sequence[str]) -> dict[str, str]:
     texts = option_texts(question)
     lacking = [x for x in letters if x not in texts]
     if lacking:
-        raise ValueError(f"option {', '.join(lacking)} has no text (the text formulation ranks "
-                         "option texts)")  # fmt: skip
+        raise ValueError(
+            f"option {', '.join(lacking)} has no text (the text formulation ranks option texts)"
+        )
     return texts
 
 
@@ -170,8 +171,11 @@ def _examples_as_text(messages: list[dict]) -> list[dict]:
 
 
 def _answered(messages: list[dict], question: str, answer: str) -> list[dict]:
-    return [*messages[:-2], {"role": "user", "content": question},
-            {"role": "assistant", "content": answer}]  # fmt: skip
+    return [
+        *messages[:-2],
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": answer},
+    ]
 
 
 def _mc_as_text(item: Item) -> tuple[list[dict], list[str]]:
@@ -202,8 +206,10 @@ def _multiselect_as_text(item: Item) -> tuple[list[dict], list[str]]:
     question = item["messages"][-2]["content"]
     texts = _texts_of_options(question, item["options"])
     sets = ["".join(s) for s in combinations(item["options"], len(item["gold"]))]
-    ranked = [SET_JOIN.join(texts[x] for x in s) for s in [item["gold"]] + [s for s in sets
-                                                                          if s != item["gold"]]]  # fmt: skip
+    ranked = [
+        SET_JOIN.join(texts[x] for x in s)
+        for s in [item["gold"]] + [s for s in sets if s != item["gold"]]
+    ]
     return _answered(item["messages"], without_options(question), ranked[0]), ranked
 
 
@@ -312,8 +318,9 @@ def kind(name: str) -> AnswerKind:
 
 def check_formulation(formulation: str) -> str:
     if formulation not in FORMULATIONS:
-        raise ValueError(f"formulation: expected one of {', '.join(FORMULATIONS)}, "
-                         f"got {formulation!r}")  # fmt: skip
+        raise ValueError(
+            f"formulation: expected one of {', '.join(FORMULATIONS)}, got {formulation!r}"
+        )
     return formulation
 
 
@@ -335,8 +342,14 @@ def formulate(item: Item, formulation: str) -> Item:
     except ValueError as e:
         where = f"{item.get('source', '<item>')}:{item.get('line', 0)}"
         raise ValueError(f"{where}: {formulation} formulation: {e}") from None
-    out = {**item, "messages": messages, "choices": ranked, "gold": ranked[0], "options": [],
-           "answer_kind": target.name}  # fmt: skip
+    out = {
+        **item,
+        "messages": messages,
+        "choices": ranked,
+        "gold": ranked[0],
+        "options": [],
+        "answer_kind": target.name,
+    }
     return {**out, "chance": target.chance(out)}
 
 

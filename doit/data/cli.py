@@ -76,8 +76,9 @@ def cmd_stats(a) -> int:
 def cmd_split(a) -> int:
     from doit.data.split import build_split
 
-    m = build_split(a.input, a.out, seed=a.seed, n_valid=a.valid, n_test=a.test,
-                    overwrite=a.overwrite)  # fmt: skip
+    m = build_split(
+        a.input, a.out, seed=a.seed, n_valid=a.valid, n_test=a.test, overwrite=a.overwrite
+    )
     print(json.dumps(m["counts"], ensure_ascii=False))
     dup = m["duplicates"]["identical_records_kept_once"]
     if dup:
@@ -143,9 +144,13 @@ def cmd_curate(a) -> int:
         for rel, recs in sorted(by_file.items()):
             write_jsonl(tmp / rel, recs)
         write_report(result, tmp / "curate_report.json")
-        write_manifest(tmp, kind="curate", seed=None, synthetic_data=source_is_synthetic(src),
-                       args={"input": str(src), "against": a.against,
-                             "max_tokens": a.max_tokens})  # fmt: skip
+        write_manifest(
+            tmp,
+            kind="curate",
+            seed=None,
+            synthetic_data=source_is_synthetic(src),
+            args={"input": str(src), "against": a.against, "max_tokens": a.max_tokens},
+        )
     counts = result.report["counts"]
     print(
         f"{a.out}: kept {counts['kept']} of {counts['input']} records; report: {Path(a.out) / 'curate_report.json'}"
@@ -159,8 +164,9 @@ def cmd_subset(a) -> int:
     if a.synthetic:
         manifests = build_synthetic_subsets(a.path, a.out, a.totals, a.seed, a.overwrite)
     else:
-        manifests = build_subsets(a.path, a.out, a.per_ability, a.pool, a.seed, a.abilities,
-                                  a.overwrite)  # fmt: skip
+        manifests = build_subsets(
+            a.path, a.out, a.per_ability, a.pool, a.seed, a.abilities, a.overwrite
+        )
     for name, m in manifests.items():
         print(f"{Path(a.out) / name}: {sum(m['train_counts'].values())} train items")
     return 0
@@ -233,9 +239,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--synthetic", action="store_true", help="synthetic-only cells of --totals items"
     )
     su.add_argument("--totals", type=_ints, default=[10, 40, 160, 640, 2560, 10000, 40960])
-    su.add_argument("--sample-seed", "--seed", type=int, default=0, dest="seed",
-                    help="seed of the data draw (the recipe's and the grid's sample_seed; "
-                         "--seed is its older name)")  # fmt: skip
+    su.add_argument(
+        "--sample-seed",
+        "--seed",
+        type=int,
+        default=0,
+        dest="seed",
+        help="seed of the data draw (the recipe's and the grid's sample_seed; "
+        "--seed is its older name)",
+    )
     su.set_defaults(func=cmd_subset)
     m = sub.add_parser("mix", help="build a data mix from a mix YAML")
     m.add_argument("path")
@@ -245,14 +257,21 @@ def build_parser() -> argparse.ArgumentParser:
     mi = sub.add_parser("micro", help="generate the SYNTHETIC micro DoIT corpus + tokenizer")
     mi.add_argument("--out", required=True)
     mi.add_argument("--seed", type=int, default=0)
-    mi.add_argument("--practice-fraction", type=float, default=0.0,
-                    help="exam practice on train-split facts added to the pretraining text, as a "
-                         "fraction of the prose (doit/data/micro/practice.py); default 0: none")  # fmt: skip
+    mi.add_argument(
+        "--practice-fraction",
+        type=float,
+        default=0.0,
+        help="exam practice on train-split facts added to the pretraining text, as a "
+        "fraction of the prose (doit/data/micro/practice.py); default 0: none",
+    )
     mi.set_defaults(func=cmd_micro)
     for writer in (sp, c, su, m, mi):
-        writer.add_argument("--overwrite", action="store_true",
-                            help="replace an existing --out that is not this command's own "
-                                 "earlier output (never the source, nor a folder holding it)")  # fmt: skip
+        writer.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="replace an existing --out that is not this command's own "
+            "earlier output (never the source, nor a folder holding it)",
+        )
     return p
 
 

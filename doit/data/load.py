@@ -107,9 +107,16 @@ def load_items(
     if not items:
         where = split_dir(root, split, pool) if split != ab.SYNTHETIC else root / SYNTHETIC_DIR
         which = f" of {', '.join(sorted(keys))}" if keys else ""
-        raise DataError([Problem(str(where), 0, "split",
-                                 f"no items{which} of split {split!r} "
-                                 f"({len(chosen)} record files read)")])  # fmt: skip
+        raise DataError(
+            [
+                Problem(
+                    str(where),
+                    0,
+                    "split",
+                    f"no items{which} of split {split!r} ({len(chosen)} record files read)",
+                )
+            ]
+        )
     return items
 
 

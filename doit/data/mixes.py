@@ -91,8 +91,9 @@ def per_ability_spec(
     excluded = ab.parse_keys(list(exclude)) if exclude else ()
     name = cell_name(n) + "".join(f"-no-{k}" for k in excluded)
     counts = {k: n for k in keys if k not in excluded}
-    return MixSpec(seed=seed, source=source, counts=counts, exclude=excluded, cell=name,
-                   path=f"cell {name}")  # fmt: skip
+    return MixSpec(
+        seed=seed, source=source, counts=counts, exclude=excluded, cell=name, path=f"cell {name}"
+    )
 
 
 def synthetic_spec(total: int, seed: int = 0) -> MixSpec:

@@ -98,6 +98,8 @@ def _write_cells(
                 notes=[NESTED_NOTE],
                 synthetic_data=source_is_synthetic(source),
             )
-        write_json(tmp / MANIFEST, {"doit_version": __version__, "kind": KIND, "args": args,
-                                    "cells": sorted(manifests)})  # fmt: skip
+        write_json(
+            tmp / MANIFEST,
+            {"doit_version": __version__, "kind": KIND, "args": args, "cells": sorted(manifests)},
+        )
     return manifests

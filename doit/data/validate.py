@@ -143,10 +143,17 @@ def layout_problems(root: Path, n_items: int) -> list[Problem]:
     for rel, lacking in missing_abilities(root).items():
         for key in lacking:
             deliberate = drawn is not None and rel == SPLIT_DIRS["train"] and key not in drawn
-            out.append(Problem(str(root / rel / f"{key}_{Path(rel).name}.json"), 0, "file",
-                               "missing: the cell did not draw this ability" if deliberate
-                               else f"missing: {rel}/ has no file for {key}",
-                               WARNING if deliberate else ERROR))  # fmt: skip
+            out.append(
+                Problem(
+                    str(root / rel / f"{key}_{Path(rel).name}.json"),
+                    0,
+                    "file",
+                    "missing: the cell did not draw this ability"
+                    if deliberate
+                    else f"missing: {rel}/ has no file for {key}",
+                    WARNING if deliberate else ERROR,
+                )
+            )
     return out
 
 

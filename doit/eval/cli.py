@@ -41,9 +41,11 @@ def cmd_predict(a) -> int:
     print(f"{a.out}: {len(items)} predictions; rules in {rules_path(a.out)}")
     for kind, n in rules["n_hit_budget"].items():
         if n:
-            print(f"  {kind}: {n} of {rules['n_items'][kind]} outputs ran to their budget "
-                  f"({rules['max_new_tokens'][kind]} new tokens, or what the context of "
-                  f"{rules['context']} leaves after the prompt)")  # fmt: skip
+            print(
+                f"  {kind}: {n} of {rules['n_items'][kind]} outputs ran to their budget "
+                f"({rules['max_new_tokens'][kind]} new tokens, or what the context of "
+                f"{rules['context']} leaves after the prompt)"
+            )
     for kind, n in rules["n_prompt_too_long"].items():
         if n:
             print(f"  {kind}: {n} prompts longer than the context ({rules['context']}): no output")

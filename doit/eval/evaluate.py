@@ -71,11 +71,23 @@ def load_split_items(
     if lacking and named:
         from doit.data.schema import DataError, Problem
 
-        raise DataError([Problem(str(data_dir), 0, "abilities", f"{split} has no items for "
-                                 f"{', '.join(lacking)}, which --abilities names")])  # fmt: skip
+        raise DataError(
+            [
+                Problem(
+                    str(data_dir),
+                    0,
+                    "abilities",
+                    f"{split} has no items for {', '.join(lacking)}, which --abilities names",
+                )
+            ]
+        )
     if lacking:
-        log.warning("%s: the %s split has no items for %s (scored without them)", data_dir,
-                    split, ", ".join(lacking))  # fmt: skip
+        log.warning(
+            "%s: the %s split has no items for %s (scored without them)",
+            data_dir,
+            split,
+            ", ".join(lacking),
+        )
     return [ab.formulate(it, formulation) for it in items]
 
 

@@ -42,8 +42,10 @@ class Rules:
 
     def __post_init__(self):
         if self.math not in MATH_RULES or self.ties not in TIE_RULES or self.norm not in NORMS:
-            raise ValueError(f"math must be one of {MATH_RULES}, ties one of {TIE_RULES} and "
-                             f"norm one of {tuple(NORMS)}")  # fmt: skip
+            raise ValueError(
+                f"math must be one of {MATH_RULES}, ties one of {TIE_RULES} and "
+                f"norm one of {tuple(NORMS)}"
+            )
 
 
 @dataclass(frozen=True)

@@ -220,8 +220,9 @@ def choice_sequences(
     prompt = prompt_text(tokenizer, item)
     base = encode(tokenizer, prompt)
     texts = item["choices"] if texts is None else texts
-    fulls = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in _turns(tokenizer, item,
-                                                                                   texts)]  # fmt: skip
+    fulls = [
+        tokenizer(t, add_special_tokens=False)["input_ids"] for t in _turns(tokenizer, item, texts)
+    ]
     seqs = []
     for ids in fulls:
         if len(ids) > limit:
@@ -324,8 +325,10 @@ def _rank(model, tokenizer, items: list[dict], batch_size: int, context: int) ->
         texts = kind.ranked(it)
         seqs = choice_sequences(tokenizer, it, context, texts)
         if seqs is None:
-            out[(it["type"], it["idx"])] = {**_record(it, ""), "error": "prompt and a ranked text "
-                                            f"longer than the context of {context}"}  # fmt: skip
+            out[(it["type"], it["idx"])] = {
+                **_record(it, ""),
+                "error": f"prompt and a ranked text longer than the context of {context}",
+            }
             continue
         for text in texts:  # the empty question is shorter than any prompt: it fits
             if text not in uncond:
@@ -381,8 +384,11 @@ def prediction_rules(
     def count(test, kinds=ab.GENERATED_KINDS) -> dict[str, int]:
         return {k: sum(1 for p in preds if p["answer_kind"] == k and test(p)) for k in kinds}
 
-    ranked = [k.name for k in ab.KINDS if not k.generated and any(p["answer_kind"] == k.name
-                                                                  for p in preds)]  # fmt: skip
+    ranked = [
+        k.name
+        for k in ab.KINDS
+        if not k.generated and any(p["answer_kind"] == k.name for p in preds)
+    ]
     return {
         "formulation": formulation,
         "norm": DEFAULT_NORM,  # how score ranks the text formulation's texts unless told otherwise
@@ -403,15 +409,24 @@ def prediction_rules(
     }
 
 
-def predict_to(out, model, tokenizer, items, batch_size, budgets_, chat_format=None,
-               formulation: str = ab.LETTER) -> dict:  # fmt: skip
+def predict_to(
+    out,
+    model,
+    tokenizer,
+    items,
+    batch_size,
+    budgets_,
+    chat_format=None,
+    formulation: str = ab.LETTER,
+) -> dict:
     """Predict ``items`` (rendered in ``formulation``) into ``out`` (PRED.jsonl) and its rules
     file; returns the rules."""
     from doit.io import write_json, write_jsonl
 
     preds = predict_items(model, tokenizer, items, batch_size, budgets_)
-    rules = prediction_rules(preds, model, tokenizer, budgets_,
-                             chat_format or chat_format_of(tokenizer), formulation)  # fmt: skip
+    rules = prediction_rules(
+        preds, model, tokenizer, budgets_, chat_format or chat_format_of(tokenizer), formulation
+    )
     write_jsonl(out, preds)
     write_json(rules_path(out), rules)
     return rules

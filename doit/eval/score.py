@@ -121,9 +121,11 @@ def match_predictions(items: list[dict], preds: list, source: str) -> dict:
             raise ValueError(f"{source}:{line}: type/idx: {key} matches no item of the data split")
         kind = pred.get("answer_kind")
         if kind is not None and kind != by_key[key]:
-            raise ValueError(f"{source}:{line}: answer_kind: {kind!r}, but the item is "
-                             f"{by_key[key]!r} (predicted in another formulation than the items "
-                             "are rendered in: PRED.rules.json's formulation)")  # fmt: skip
+            raise ValueError(
+                f"{source}:{line}: answer_kind: {kind!r}, but the item is "
+                f"{by_key[key]!r} (predicted in another formulation than the items "
+                "are rendered in: PRED.rules.json's formulation)"
+            )
         if key in found:
             raise ValueError(
                 f"{source}:{line}: type/idx: {key} repeats line {found[key][0]} "
@@ -172,8 +174,14 @@ def score_predictions(
     }
 
 
-def score_file(items: list[dict], predictions, math="paper", ties="correct", allow_missing=False,
-               norm: str | None = None):  # fmt: skip
+def score_file(
+    items: list[dict],
+    predictions,
+    math="paper",
+    ties="correct",
+    allow_missing=False,
+    norm: str | None = None,
+):
     """``score_predictions`` of a PRED.jsonl, with its PRED.rules.json under ``rules.predict``.
     ``items`` must be rendered in the predictions' formulation (``formulation_of``); ``norm``
     (None: the one PRED.rules.json records, else ``kinds.DEFAULT_NORM``) ranks their texts."""
@@ -183,8 +191,15 @@ def score_file(items: list[dict], predictions, math="paper", ties="correct", all
     path = rules_path(predictions)  # budgets, n_hit_budget, stop tokens, letters, norm
     recorded = read_json(path) if path.is_file() else None
     norm = norm or (recorded or {}).get("norm")
-    result = score_predictions(items, read_predictions(predictions), math, ties,
-                               str(predictions), allow_missing=allow_missing, norm=norm)  # fmt: skip
+    result = score_predictions(
+        items,
+        read_predictions(predictions),
+        math,
+        ties,
+        str(predictions),
+        allow_missing=allow_missing,
+        norm=norm,
+    )
     result["rules"]["predict"] = recorded
     return result
 
@@ -231,15 +246,19 @@ PREDICTION_FIELDS = {
     "prediction": (lambda v: isinstance(v, str), "a string"),
     "max_new_tokens": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
     "hit_budget": (lambda v: isinstance(v, bool), "true or false"),
-    "letter_logits": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and _number(x)
-                      for k, x in v.items()), "a mapping of option letters to numbers"),
+    "letter_logits": (
+        lambda v: (
+            isinstance(v, dict) and all(isinstance(k, str) and _number(x) for k, x in v.items())
+        ),
+        "a mapping of option letters to numbers",
+    ),
     "choice_ppl": (_numbers, "a non-empty list of numbers"),
     "choice_logprob": (_numbers, "a non-empty list of numbers"),
     "choice_tokens": (_numbers, "a non-empty list of numbers"),
     "choice_chars": (_numbers, "a non-empty list of numbers"),
     "choice_uncond": (_numbers, "a non-empty list of numbers"),
     "error": (lambda v: isinstance(v, str), "a string"),
-}  # fmt: skip
+}
 REQUIRED_FIELDS = ("type", "idx")
 
 

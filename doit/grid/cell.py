@@ -84,8 +84,14 @@ def pretrain(cell: Cell, grid: Grid, launch: dict) -> None:
 
     if rundir.is_done(cell.path):
         return
-    argv = ["--config", cell.config, "--output_dir", cell.path,
-            "--micro_dir", str(Path(grid.doit_dir).resolve())]  # fmt: skip
+    argv = [
+        "--config",
+        cell.config,
+        "--output_dir",
+        cell.path,
+        "--micro_dir",
+        str(Path(grid.doit_dir).resolve()),
+    ]
     for key, value in cell.overrides.items():
         argv += [f"--{key}", str(value)]
     write_json(Path(cell.path) / BASE_IDENTITY, cell.identity)  # before: a kill keeps it
@@ -94,8 +100,9 @@ def pretrain(cell: Cell, grid: Grid, launch: dict) -> None:
 
         pt.run(pt.parse_args(argv))
     else:
-        _subprocess([sys.executable, "-m", "doit", "pretrain", *argv],
-                    Path(cell.path).with_suffix(".log"))  # fmt: skip
+        _subprocess(
+            [sys.executable, "-m", "doit", "pretrain", *argv], Path(cell.path).with_suffix(".log")
+        )
     if not rundir.is_done(cell.path):
         raise CellError(f"pretraining ended without DONE in {cell.path}")
 
@@ -119,27 +126,56 @@ def train(cell: Cell, folder: Path, launch: dict) -> float:
     return round(time.perf_counter() - started, 3)
 
 
-def launch_command(launcher: str, config: str, gpus: int = 1, nodes: int = 1,
-                   node_rank: str = "0", master_addr: str = "127.0.0.1",
-                   master_port: int = 29500, hostfile: str | None = None) -> list[str]:  # fmt: skip
+def launch_command(
+    launcher: str,
+    config: str,
+    gpus: int = 1,
+    nodes: int = 1,
+    node_rank: str = "0",
+    master_addr: str = "127.0.0.1",
+    master_port: int = 29500,
+    hostfile: str | None = None,
+) -> list[str]:
     """The command that fine-tunes one cell with ``launcher``; with nodes > 1 it runs once on
     every node (deepspeed without ssh reads the nodes and their GPUs from ``hostfile``)."""
     recipe = ["-m", "doit", "sft", "--config", config]
     if launcher == "python":
         return [sys.executable, *recipe]
     if launcher == "torchrun":
-        where = (["--standalone"] if nodes == 1 else
-                 ["--nnodes", str(nodes), "--node_rank", node_rank, "--rdzv_backend", "c10d",
-                  "--rdzv_endpoint", f"{master_addr}:{master_port}"])  # fmt: skip
+        where = (
+            ["--standalone"]
+            if nodes == 1
+            else [
+                "--nnodes",
+                str(nodes),
+                "--node_rank",
+                node_rank,
+                "--rdzv_backend",
+                "c10d",
+                "--rdzv_endpoint",
+                f"{master_addr}:{master_port}",
+            ]
+        )
         return ["torchrun", *where, "--nproc_per_node", str(gpus), *recipe]
     if launcher == "deepspeed":
         if nodes == 1:
             return ["deepspeed", "--num_gpus", str(gpus), "--module", *recipe[1:]]
         if not hostfile:
             raise CellError("a multi-node deepspeed cell needs a hostfile")
-        return ["deepspeed", "--no_ssh", "--hostfile", hostfile, "--node_rank", node_rank,
-                "--master_addr", master_addr, "--master_port", str(master_port),
-                "--module", *recipe[1:]]  # fmt: skip
+        return [
+            "deepspeed",
+            "--no_ssh",
+            "--hostfile",
+            hostfile,
+            "--node_rank",
+            node_rank,
+            "--master_addr",
+            master_addr,
+            "--master_port",
+            str(master_port),
+            "--module",
+            *recipe[1:],
+        ]
     raise CellError(f"launcher {launcher!r} has no command (inprocess runs in this process)")
 
 
@@ -180,8 +216,9 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
     formulations = evaluate.formulations_to_score(cell.formulation, grid)
     for epoch, step, model_dir in targets:
         where = evaluate.checkpoint_folder(folder, epoch, step)
-        scored = evaluate.score_model(model_dir, where, doit_dir, grid, **kw,
-                                      formulations=formulations)  # fmt: skip
+        scored = evaluate.score_model(
+            model_dir, where, doit_dir, grid, **kw, formulations=formulations
+        )
         at = {"epoch": epoch, "step": step, **checkpoint_columns(metrics, step)}
         for (split, formulation), scores in scored.items():
             r, i = evaluate.score_rows(split, scores, formulation)
@@ -201,23 +238,37 @@ def cell_columns(cell: Cell, base: Base, info: dict) -> dict:
         params = params or end.get("params_non_embedding")
         total = total or end.get("params_total")
     data = info.get("data", {})
-    return {"cell": cell.id, "base": cell.base, "arch": cell.arch, "params": params,
-            "params_total": total, "construction": cell.construction, "mix": cell.mix,
-            "n_per_ability": cell.n_per_ability,
-            "n_total": sum(data.get("train_counts", {}).values()) if data else 0,
-            "seed": cell.seed, "sample_seed": cell.sample_seed,
-            "excluded_ability": cell.excluded_ability, "cell_formulation": cell.formulation,
-            "schedule": info.get("config", {}).get("run", {}).get("schedule"),
-            "run_dir": str(Path(CELLS) / cell.id / "run") if data else None,
-            "data_manifest_sha": data.get("train_items_sha256")}  # fmt: skip
+    return {
+        "cell": cell.id,
+        "base": cell.base,
+        "arch": cell.arch,
+        "params": params,
+        "params_total": total,
+        "construction": cell.construction,
+        "mix": cell.mix,
+        "n_per_ability": cell.n_per_ability,
+        "n_total": sum(data.get("train_counts", {}).values()) if data else 0,
+        "seed": cell.seed,
+        "sample_seed": cell.sample_seed,
+        "excluded_ability": cell.excluded_ability,
+        "cell_formulation": cell.formulation,
+        "schedule": info.get("config", {}).get("run", {}).get("schedule"),
+        "run_dir": str(Path(CELLS) / cell.id / "run") if data else None,
+        "data_manifest_sha": data.get("train_items_sha256"),
+    }
 
 
 def checkpoint_columns(metrics: list[dict], step: int) -> dict:
     """tokens_total and the per-ability validation losses logged at ``step`` (metrics.jsonl)."""
     at = [r for r in metrics if r.get("step") == step]
     tokens = max((r["tokens"] for r in at if r.get("tokens") is not None), default=0.0)
-    losses = {k[5:-5]: v for r in at if r.get("kind") == "valid"
-              for k, v in r.items() if k.startswith("eval_") and k.endswith("_loss")}  # fmt: skip
+    losses = {
+        k[5:-5]: v
+        for r in at
+        if r.get("kind") == "valid"
+        for k, v in r.items()
+        if k.startswith("eval_") and k.endswith("_loss")
+    }
     return {"tokens_total": float(tokens), "_losses": losses}
 
 

@@ -44,8 +44,10 @@ def check_corpus(grid: Grid) -> None:
         try:
             load_items(grid.doit_dir, split)
         except DataError as e:
-            raise GridError(f"{grid.path}: doit_dir: {grid.doit_dir}: every cell is scored on "
-                            f"its {split} split: {e.problems[0]}") from None  # fmt: skip
+            raise GridError(
+                f"{grid.path}: doit_dir: {grid.doit_dir}: every cell is scored on "
+                f"its {split} split: {e.problems[0]}"
+            ) from None
 
 
 def pool_sizes(doit_dir: str):
@@ -73,14 +75,16 @@ def check_recipe(grid: Grid, cell, sizes, tmp: Path) -> None:
     from doit.train.sft.data import check_draw
 
     config = tmp / f"{cell.id}.yaml"
-    config.write_text(yaml.safe_dump({**cell.recipe, "output_dir": str(tmp / "run")}),
-                      encoding="utf-8")  # fmt: skip
+    config.write_text(
+        yaml.safe_dump({**cell.recipe, "output_dir": str(tmp / "run")}), encoding="utf-8"
+    )
     try:
         check_draw(check_args(["--config", str(config)]).data, sizes)
     except ConfigError as e:
         message = str(e).removeprefix(f"{e.key}: ")
-        raise GridError(f"{grid.path}: {grid_key(grid, cell, e.key)}: cell {cell.id}: "
-                        f"{message}") from None  # fmt: skip
+        raise GridError(
+            f"{grid.path}: {grid_key(grid, cell, e.key)}: cell {cell.id}: {message}"
+        ) from None
     except (ImportError, OSError) as e:  # a library or a file the recipe needs
         raise GridError(f"{grid.path}: sft: cell {cell.id}: {type(e).__name__}: {e}") from None
 

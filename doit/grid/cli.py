@@ -32,8 +32,10 @@ def cmd_plan(a) -> int:
         budgets = ", ".join(f"{k} {v}" for k, v in grid.max_new_tokens.items())
         epochs = grid.eval_epochs if isinstance(grid.eval_epochs, str) else list(grid.eval_epochs)
         print(f"generation budgets (max_new_tokens): {budgets}; scored epochs: {epochs}")
-    print(f"{a.out}: {len(cells)} cells planned" +
-          (f"; {len(retired)} retired (results in {a.out}/retired)" if retired else ""))  # fmt: skip
+    print(
+        f"{a.out}: {len(cells)} cells planned"
+        + (f"; {len(retired)} retired (results in {a.out}/retired)" if retired else "")
+    )
     return 0
 
 
@@ -48,9 +50,11 @@ def cell_table(cells: list[Cell]) -> str:
         )
     known = [c.est_s for c in cells if c.est_s is not None]
     if any(c.kind != "pretrain" for c in cells):  # pretraining has no estimate
-        lines.append(f"estimated training time of the cells with an estimate: "
-                     f"{sum(known) / 60:.0f} min (scoring comes on top; bases' s_per_step sets "
-                     "the estimate)")  # fmt: skip
+        lines.append(
+            f"estimated training time of the cells with an estimate: "
+            f"{sum(known) / 60:.0f} min (scoring comes on top; bases' s_per_step sets "
+            "the estimate)"
+        )
     return "\n".join(lines)
 
 
@@ -63,8 +67,9 @@ def cmd_run(a) -> int:
 
     ended = run_study(a.study, a.backend, a.max_parallel, a.threads, a.cells, a.retry_failed)
     failed = sorted(c for c, s in ended.items() if s == "failed")
-    tables = ", ".join(str(a.study / t) for t in ("results.csv", "pretraining.csv")
-                       if (a.study / t).is_file())  # fmt: skip
+    tables = ", ".join(
+        str(a.study / t) for t in ("results.csv", "pretraining.csv") if (a.study / t).is_file()
+    )
     print(f"{a.study}: {len(ended)} cells run, {len(failed)} failed; tables: {tables}")
     if failed:
         print(f"failed: {', '.join(failed)} (python -m doit.grid status {a.study})")
@@ -96,11 +101,19 @@ def build_parser() -> ArgumentParser:
     s = sub.add_parser("plan", help="expand a grid into cells in a study folder")
     s.add_argument("grid", type=Path, help="a grid file (recipes/grids/*.yaml)")
     s.add_argument("--out", type=Path, required=True, help="the study folder")
-    s.add_argument("--replan", action="store_true",
-                   help="accept a changed grid: unchanged cells keep their work")  # fmt: skip
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a top-level grid key over the file's (VALUE in YAML; repeatable), "
-                   "e.g. --set 'pretrain_seed=[0,1,2]'")  # fmt: skip
+    s.add_argument(
+        "--replan",
+        action="store_true",
+        help="accept a changed grid: unchanged cells keep their work",
+    )
+    s.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a top-level grid key over the file's (VALUE in YAML; repeatable), "
+        "e.g. --set 'pretrain_seed=[0,1,2]'",
+    )
     s.set_defaults(func=cmd_plan)
     s = sub.add_parser("run", help="run every pending cell, then write results.csv")
     s.add_argument("study", type=Path)

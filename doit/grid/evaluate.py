@@ -48,8 +48,15 @@ def formulations_to_score(formulation: str, grid: Grid) -> list[str]:
     return [formulation, *(f for f in grid.eval_formulations if f != formulation)]
 
 
-def score_model(model_dir, folder: Path, doit_dir: str, grid: Grid, chat_format=None,
-                seed: int = 0, formulations=("letter",)) -> dict[tuple[str, str], dict]:  # fmt: skip
+def score_model(
+    model_dir,
+    folder: Path,
+    doit_dir: str,
+    grid: Grid,
+    chat_format=None,
+    seed: int = 0,
+    formulations=("letter",),
+) -> dict[tuple[str, str], dict]:
     """{(split, formulation): scores.json} for one model, predicting only what is not yet
     scored (the model loads once, and only when something is missing; the grid's
     ``eval_batch_size`` and ``max_new_tokens``)."""
@@ -60,9 +67,16 @@ def score_model(model_dir, folder: Path, doit_dir: str, grid: Grid, chat_format=
         for split in SPLITS:
             _, path = output_paths(folder, split, formulation)
             if not path.is_file():
-                evaluate(model, doit_dir, split, grid.max_new_tokens, folder=folder,
-                         batch_size=grid.eval_batch_size, ood=split == "test",
-                         formulation=formulation)  # fmt: skip
+                evaluate(
+                    model,
+                    doit_dir,
+                    split,
+                    grid.max_new_tokens,
+                    folder=folder,
+                    batch_size=grid.eval_batch_size,
+                    ood=split == "test",
+                    formulation=formulation,
+                )
                 faults.point("mid_eval")
             out[(split, formulation)] = read_json(path)
     return out
@@ -81,8 +95,14 @@ def score_benchmarks(model_dir, folder: Path, benchmarks, cell_id: str) -> dict:
         path = folder / f"{split}.bench.json"
         if not path.is_file():
             lm = lm or make_lm(str(model_dir))
-            result = run_bench(lm, b.data_dir, [b.name], [b.shots],
-                               model=str(model_dir), letter_tokens=letter_tokens(lm))  # fmt: skip
+            result = run_bench(
+                lm,
+                b.data_dir,
+                [b.name],
+                [b.shots],
+                model=str(model_dir),
+                letter_tokens=letter_tokens(lm),
+            )
             write_json(path, result)
         out[split] = read_json(path)
     return out
@@ -93,22 +113,47 @@ def benchmark_rows(split: str, bench: dict) -> list[dict]:
     for name, by_shots in bench["benchmarks"].items():
         for entry in by_shots.values():
             n = sum(s["n"] for s in entry["subjects"].values())
-            rows.append({"split": split, "ability": name, "score": entry["macro"],
-                         "n_items": n, "chance": 25.0, "formulation": "letter"})  # fmt: skip
+            rows.append(
+                {
+                    "split": split,
+                    "ability": name,
+                    "score": entry["macro"],
+                    "n_items": n,
+                    "chance": 25.0,
+                    "formulation": "letter",
+                }
+            )
     return rows
 
 
-def score_rows(split: str, scores: dict, formulation: str = "letter"
-               ) -> tuple[list[dict], list[dict]]:  # fmt: skip
+def score_rows(
+    split: str, scores: dict, formulation: str = "letter"
+) -> tuple[list[dict], list[dict]]:
     """(per-ability rows, per-item rows) of one split's scores.json in one formulation (cell
     keys added later)."""
-    rows = [{"split": split, "ability": key, "score": e["score"], "n_items": e["n_items"],
-             "chance": e["chance"], "eval_s": scores.get("eval_s"),
-             "n_no_output": scores.get("n_no_output", {}).get(key, 0),
-             "formulation": formulation}
-            for key, e in scores["abilities"].items()]  # fmt: skip
-    items = [{"split": split, "ability": r["ability"], "type": r["type"], "idx": r["idx"],
-              "answer_kind": r["answer_kind"], "correct": bool(r["correct"]),
-              "formulation": formulation}
-             for r in scores["items"]]  # fmt: skip
+    rows = [
+        {
+            "split": split,
+            "ability": key,
+            "score": e["score"],
+            "n_items": e["n_items"],
+            "chance": e["chance"],
+            "eval_s": scores.get("eval_s"),
+            "n_no_output": scores.get("n_no_output", {}).get(key, 0),
+            "formulation": formulation,
+        }
+        for key, e in scores["abilities"].items()
+    ]
+    items = [
+        {
+            "split": split,
+            "ability": r["ability"],
+            "type": r["type"],
+            "idx": r["idx"],
+            "answer_kind": r["answer_kind"],
+            "correct": bool(r["correct"]),
+            "formulation": formulation,
+        }
+        for r in scores["items"]
+    ]
     return rows, items

@@ -83,8 +83,9 @@ class Cell:
     def from_dict(cls, d: dict, source) -> Cell:
         """A cell as plan.json or cell.json holds it; errors name ``source``."""
         names = {f.name for f in dataclasses.fields(cls)}
-        if not isinstance(d, dict) or any(not isinstance(d.get(k), str) for k in
-                                          ("id", "kind", "base", "arch")):  # fmt: skip
+        if not isinstance(d, dict) or any(
+            not isinstance(d.get(k), str) for k in ("id", "kind", "base", "arch")
+        ):
             raise PlanError(f"{source}: a cell needs id, kind, base and arch; got {d!r:.200}")
         unknown = sorted(set(d) - names)
         if unknown or d["kind"] not in KINDS:
@@ -126,25 +127,43 @@ def base_identity(base: Base) -> dict:
     if base.pretrain:
         config = {k: v for k, v in _yaml(base.pretrain.config).items() if k != "output_dir"}
         pretrain = {**config, **base.pretrain.overrides}
-    return {"name": base.name, "arch": base.arch, "chat_format": base.chat_format,
-            "pretrain": pretrain}  # fmt: skip
+    return {
+        "name": base.name,
+        "arch": base.arch,
+        "chat_format": base.chat_format,
+        "pretrain": pretrain,
+    }
 
 
-def recipe(grid: Grid, sweep: dict, data: dict, seed: int, sample_seed: int, base: Base,
-           formulation: str = ab.LETTER) -> dict:  # fmt: skip
+def recipe(
+    grid: Grid,
+    sweep: dict,
+    data: dict,
+    seed: int,
+    sample_seed: int,
+    base: Base,
+    formulation: str = ab.LETTER,
+) -> dict:
     """The cell's resolved recipe config (what sft.yaml holds, output_dir aside); the
     formulation is the grid's key (set only when not letter, the recipe's default)."""
     cfg = {**_yaml(base.sft_config or grid.sft.config), **grid.sft.overrides, **sweep}
     if "formulation" in cfg:
-        raise PlanError(f"{grid.path}: sft: formulation is a grid key (`formulation:`), not a "
-                        "recipe key: it decides how cells are scored too")  # fmt: skip
+        raise PlanError(
+            f"{grid.path}: sft: formulation is a grid key (`formulation:`), not a "
+            "recipe key: it decides how cells are scored too"
+        )
     if formulation != ab.LETTER:
         cfg["formulation"] = formulation
     for key in ("per_ability", "mix", "subset_dir", "synthetic", "exclude_abilities"):
         cfg[key] = None
-    cfg.update(data, seed=seed, sample_seed=sample_seed, chat_format=base.chat_format,
-               doit_dir=str(Path(grid.doit_dir).resolve()),
-               model_name_or_path=str(base.resolved))  # fmt: skip
+    cfg.update(
+        data,
+        seed=seed,
+        sample_seed=sample_seed,
+        chat_format=base.chat_format,
+        doit_dir=str(Path(grid.doit_dir).resolve()),
+        model_name_or_path=str(base.resolved),
+    )
     if cfg.get("deepspeed"):
         cfg["deepspeed"] = str(Path(cfg["deepspeed"]).resolve())
     return cfg
@@ -162,30 +181,53 @@ def data_points(grid: Grid, base: Base, random=()) -> list[tuple[str, dict, dict
     left_out = (loo.abilities if loo else None) or ab.ABILITY_KEYS
     out = []
     for n in applies("per_ability"):
-        out.append((f"n{n:04d}", {"per_ability": n},
-                    {"construction": "curated", "n_per_ability": n}))  # fmt: skip
+        out.append(
+            (f"n{n:04d}", {"per_ability": n}, {"construction": "curated", "n_per_ability": n})
+        )
     for n in applies("loo"):
         for key in left_out:
-            out.append((f"n{n:04d}-no_{key}", {"per_ability": n, "exclude_abilities": [key]},
-                        {"construction": "curated", "n_per_ability": n,
-                         "excluded_ability": key}))  # fmt: skip
+            out.append(
+                (
+                    f"n{n:04d}-no_{key}",
+                    {"per_ability": n, "exclude_abilities": [key]},
+                    {"construction": "curated", "n_per_ability": n, "excluded_ability": key},
+                )
+            )
     for total in applies("synthetic"):
-        out.append((f"syn{total:05d}", {"synthetic": total},
-                    {"construction": "synthetic", "synthetic": total}))  # fmt: skip
+        out.append(
+            (
+                f"syn{total:05d}",
+                {"synthetic": total},
+                {"construction": "synthetic", "synthetic": total},
+            )
+        )
     for path in applies("mix"):
         name = Path(path).stem
-        out.append((f"mix_{name}", {"mix": str(Path(path).resolve())},
-                    {"construction": "mix", "mix": name}))  # fmt: skip
+        out.append(
+            (
+                f"mix_{name}",
+                {"mix": str(Path(path).resolve())},
+                {"construction": "mix", "mix": name},
+            )
+        )
     rm = grid.data.get("random_mixes")
     for name, path in random if rm and (rm.bases is None or base.name in rm.bases) else ():
-        out.append((f"mix_{name}", {"mix": str(Path(path).resolve())},
-                    {"construction": "mix", "mix": name}))  # fmt: skip
+        out.append(
+            (
+                f"mix_{name}",
+                {"mix": str(Path(path).resolve())},
+                {"construction": "mix", "mix": name},
+            )
+        )
     return out
 
 
 def eval_identity(grid: Grid) -> dict:
-    out = {"max_new_tokens": grid.max_new_tokens, "eval_epochs": grid.eval_epochs,
-           "benchmarks": [(b.name, b.shots) for b in grid.benchmarks]}  # fmt: skip
+    out = {
+        "max_new_tokens": grid.max_new_tokens,
+        "eval_epochs": grid.eval_epochs,
+        "benchmarks": [(b.name, b.shots) for b in grid.benchmarks],
+    }
     if grid.eval_formulations:  # absent from ids planned before formulations
         out["eval_formulations"] = sorted(grid.eval_formulations)
     return out
@@ -199,17 +241,25 @@ def tag(formulation: str) -> str:
 def _cell(base: Base, label: str, seed: int, sample_seed: int, identity: dict, **fields) -> Cell:
     sampled = f"-d{sample_seed}" if sample_seed else ""
     cid = f"{base.name}-{label}-s{seed}{sampled}-{digest(identity)}"
-    return Cell(id=cid, base=base.name, arch=base.arch, seed=seed, sample_seed=sample_seed,
-                **fields)  # fmt: skip
+    return Cell(
+        id=cid, base=base.name, arch=base.arch, seed=seed, sample_seed=sample_seed, **fields
+    )
 
 
 def pretrain_cell(base: Base) -> Cell:
     ident = base_identity(base)
     seed = "" if base.seed is None else f"-s{base.seed}"
-    return Cell(id=f"pretrain-{base.name}{seed}-{digest(ident)}", kind="pretrain",
-                base=base.name, arch=base.arch, seed=base.seed, path=str(base.resolved),
-                identity=ident, config=str(Path(base.pretrain.config).resolve()),
-                overrides=base.pretrain.overrides)  # fmt: skip
+    return Cell(
+        id=f"pretrain-{base.name}{seed}-{digest(ident)}",
+        kind="pretrain",
+        base=base.name,
+        arch=base.arch,
+        seed=base.seed,
+        path=str(base.resolved),
+        identity=ident,
+        config=str(Path(base.pretrain.config).resolve()),
+        overrides=base.pretrain.overrides,
+    )
 
 
 def expand(grid: Grid, study=None) -> list[Cell]:
@@ -234,24 +284,63 @@ def expand(grid: Grid, study=None) -> list[Cell]:
             check_built_as_declared(grid, base)
         bid = base_identity(base)
         for formulation, seed in itertools.product(grid.formulations, grid.seeds):
-            ident = {"kind": "base", "base": bid, "doit_dir": grid.doit_dir, "seed": seed,
-                     "eval": eval_identity(grid)}  # fmt: skip
+            ident = {
+                "kind": "base",
+                "base": bid,
+                "doit_dir": grid.doit_dir,
+                "seed": seed,
+                "eval": eval_identity(grid),
+            }
             if formulation != ab.LETTER:
                 ident["formulation"] = formulation
-            cells.append(_cell(base, "n0000" + tag(formulation), seed, 0, ident, kind="base",
-                               needs=needs, construction="base", n_per_ability=0, n_total=0,
-                               est_steps=0, formulation=formulation))  # fmt: skip
+            cells.append(
+                _cell(
+                    base,
+                    "n0000" + tag(formulation),
+                    seed,
+                    0,
+                    ident,
+                    kind="base",
+                    needs=needs,
+                    construction="base",
+                    n_per_ability=0,
+                    n_total=0,
+                    est_steps=0,
+                    formulation=formulation,
+                )
+            )
         for (label, data, fields), sweep, formulation, seed, sample_seed in itertools.product(
-            data_points(grid, base, random), sweeps, grid.formulations, grid.seeds, grid.sample_seeds
+            data_points(grid, base, random),
+            sweeps,
+            grid.formulations,
+            grid.seeds,
+            grid.sample_seeds,
         ):
             cfg = recipe(grid, sweep, data, seed, sample_seed, base, formulation)
-            ident = {"kind": "sft", "base": bid, "doit_dir": grid.doit_dir,
-                     "training": training_identity(cfg), "eval": eval_identity(grid)}  # fmt: skip
+            ident = {
+                "kind": "sft",
+                "base": bid,
+                "doit_dir": grid.doit_dir,
+                "training": training_identity(cfg),
+                "eval": eval_identity(grid),
+            }
             swept = "".join(f"-{k}{v}" for k, v in sweep.items())
-            cells.append(_cell(base, label + swept + tag(formulation), seed, sample_seed, ident,
-                               kind="sft", needs=needs, sweep=sweep, recipe=cfg,
-                               formulation=formulation, **fields,
-                               **estimate(grid, cfg, fields, base)))  # fmt: skip
+            cells.append(
+                _cell(
+                    base,
+                    label + swept + tag(formulation),
+                    seed,
+                    sample_seed,
+                    ident,
+                    kind="sft",
+                    needs=needs,
+                    sweep=sweep,
+                    recipe=cfg,
+                    formulation=formulation,
+                    **fields,
+                    **estimate(grid, cfg, fields, base),
+                )
+            )
     return cells
 
 
@@ -261,8 +350,10 @@ def random_mix_files(grid: Grid, study) -> list[tuple[str, Path]]:
     if axis is None:
         return []
     if study is None:
-        raise PlanError(f"{grid.path}: data.random_mixes: its mix files are written into the "
-                        "study folder: plan it with python -m doit.grid plan GRID --out STUDY")  # fmt: skip
+        raise PlanError(
+            f"{grid.path}: data.random_mixes: its mix files are written into the "
+            "study folder: plan it with python -m doit.grid plan GRID --out STUDY"
+        )
     from doit.grid.random_mixes import write_mixes
 
     try:
@@ -309,18 +400,22 @@ def check_built_as_declared(grid: Grid, base: Base) -> None:
         built = read_json(path)
         if built != json.loads(json.dumps(base_identity(base))):
             keys = ", ".join(grid_diff(built, base_identity(base))) or "?"
-            raise PlanError(f"{grid.path}: bases: {base.name}: {base.resolved} was pretrained "
-                            f"from another config (differs in: {keys}); give this base "
-                            "another path or delete that directory")  # fmt: skip
+            raise PlanError(
+                f"{grid.path}: bases: {base.name}: {base.resolved} was pretrained "
+                f"from another config (differs in: {keys}); give this base "
+                "another path or delete that directory"
+            )
 
 
 def missing_base(grid: Grid, base: Base) -> str:
-    return (f"{grid.path}: bases: {base.name}: {base.resolved} holds no model (no config.json) "
-            f"and the base has no pretrain block. Put a transformers checkpoint there "
-            f"(from_pretrained layout), point `path` at one, or add `pretrain: {{config: "
-            f"recipes/configs/pretrain/<size>.yaml, overrides: {{value_mode: <arch>}}}}` so "
-            f"the runner trains it first (micro bases: `make ladder` writes "
-            f"runs/ladder/<arch>_<size>/seed0).")  # fmt: skip
+    return (
+        f"{grid.path}: bases: {base.name}: {base.resolved} holds no model (no config.json) "
+        f"and the base has no pretrain block. Put a transformers checkpoint there "
+        f"(from_pretrained layout), point `path` at one, or add `pretrain: {{config: "
+        f"recipes/configs/pretrain/<size>.yaml, overrides: {{value_mode: <arch>}}}}` so "
+        f"the runner trains it first (micro bases: `make ladder` writes "
+        f"runs/ladder/<arch>_<size>/seed0)."
+    )
 
 
 def grid_diff(old, new, prefix: str = "") -> list[str]:
@@ -336,8 +431,9 @@ def read_plan(study) -> Plan:
     its cells; an error names the file."""
     path = Path(study) / PLAN
     if not path.is_file():
-        raise PlanError(f"{study}: no {PLAN}; plan it first: python -m doit.grid plan GRID.yaml "
-                        f"--out {study}")  # fmt: skip
+        raise PlanError(
+            f"{study}: no {PLAN}; plan it first: python -m doit.grid plan GRID.yaml --out {study}"
+        )
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise PlanError(f"{path}: expected {{grid, grid_path, cells: [...]}}")
@@ -366,8 +462,10 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
     old = read_plan(study) if (study / PLAN).is_file() else None
     if old is not None and old.grid.raw != grid.raw and not replan:
         keys = ", ".join(grid_diff(old.grid.raw, grid.raw))
-        raise PlanError(f"{study} was planned from another grid (differs in: {keys}); "
-                        "--replan keeps the cells whose id is unchanged")  # fmt: skip
+        raise PlanError(
+            f"{study} was planned from another grid (differs in: {keys}); "
+            "--replan keeps the cells whose id is unchanged"
+        )
     if "random_mixes" in grid.data:  # the same ids: a mix's path is not part of its identity
         cells = expand(grid, study)
     retired = []
@@ -383,8 +481,10 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
             cfg = {**cell.recipe, "output_dir": str((folder / "run").resolve())}
             write_text(folder / "sft.yaml", yaml.safe_dump(cfg, sort_keys=False))
         write_json(folder / "cell.json", cell.to_dict())
-    write_json(study / PLAN, {"grid": grid.raw, "grid_path": str(grid.path),
-                              "cells": [c.to_dict() for c in cells]})  # fmt: skip
+    write_json(
+        study / PLAN,
+        {"grid": grid.raw, "grid_path": str(grid.path), "cells": [c.to_dict() for c in cells]},
+    )
     return cells, retired
 
 

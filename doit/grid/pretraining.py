@@ -41,8 +41,12 @@ class PretrainingError(ValueError):
 def row(cell_id: str, base: str, end: dict) -> dict:
     """A pretraining cell's row from its base's DONE ("end" row)."""
     unigram = [end[k] for k in ("unigram_entropy", "unigram_valid_loss") if end.get(k) is not None]
-    return {"cell": cell_id, "base": base, **{k: end.get(k) for k in END_KEYS},
-            "unigram_loss": min(unigram) if unigram else math.nan}  # fmt: skip
+    return {
+        "cell": cell_id,
+        "base": base,
+        **{k: end.get(k) for k in END_KEYS},
+        "unigram_loss": min(unigram) if unigram else math.nan,
+    }
 
 
 def shard_path(study, cell_id: str) -> Path:
@@ -67,8 +71,11 @@ def read_pretraining(path) -> pd.DataFrame:
     if path.is_dir():
         shards = sorted((path / PRETRAINING_DIR).glob("*.parquet"))
         parts = [_validate(pd.read_parquet(p), str(p)) for p in shards]
-        df = pd.concat(parts, ignore_index=True) if parts else _validate(pd.DataFrame(
-            columns=list(COLUMNS)), str(path))  # fmt: skip
+        df = (
+            pd.concat(parts, ignore_index=True)
+            if parts
+            else _validate(pd.DataFrame(columns=list(COLUMNS)), str(path))
+        )
     elif path.suffix in (".csv", ".parquet") and path.is_file():
         read = pd.read_csv if path.suffix == ".csv" else pd.read_parquet
         df = _validate(read(path), str(path))

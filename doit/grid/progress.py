@@ -47,8 +47,14 @@ class StudyProgress:
         self.done = 0
         self._stop = threading.Event()
         self._bars: dict[str, tqdm] = {}
-        self._total = tqdm(total=len(cells), desc="cells", unit="cell", position=0,
-                           disable=not self.tty, dynamic_ncols=True)  # fmt: skip
+        self._total = tqdm(
+            total=len(cells),
+            desc="cells",
+            unit="cell",
+            position=0,
+            disable=not self.tty,
+            dynamic_ncols=True,
+        )
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._said = time.monotonic()
 
@@ -74,8 +80,11 @@ class StudyProgress:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every):
-            now = {cid: cell_steps(self.study, self.cells[cid]) for cid in self.running()
-                   if cid in self.cells}  # fmt: skip
+            now = {
+                cid: cell_steps(self.study, self.cells[cid])
+                for cid in self.running()
+                if cid in self.cells
+            }
             if self.tty:
                 self._draw(now)
             elif time.monotonic() - self._said >= self.quiet_s:
@@ -83,8 +92,10 @@ class StudyProgress:
                 print(self.summary(now), flush=True)
 
     def summary(self, now: dict) -> str:
-        parts = [f"{cid}: {phase}" + (f" {step}/{total}" if total else "")
-                 for cid, (phase, step, total) in now.items()]  # fmt: skip
+        parts = [
+            f"{cid}: {phase}" + (f" {step}/{total}" if total else "")
+            for cid, (phase, step, total) in now.items()
+        ]
         return f"[{self.done}/{len(self.cells)} cells done] " + ("; ".join(parts) or "starting")
 
     def _draw(self, now: dict) -> None:
@@ -93,8 +104,14 @@ class StudyProgress:
         for i, (cid, (phase, step, total)) in enumerate(now.items(), start=1):
             bar = self._bars.get(cid)
             if bar is None:
-                bar = self._bars[cid] = tqdm(total=total, desc=cid[:40], unit="step",
-                                             position=i, leave=False, dynamic_ncols=True)  # fmt: skip
+                bar = self._bars[cid] = tqdm(
+                    total=total,
+                    desc=cid[:40],
+                    unit="step",
+                    position=i,
+                    leave=False,
+                    dynamic_ncols=True,
+                )
             if total and bar.total != total:
                 bar.total = total
             bar.set_postfix_str(phase, refresh=False)

@@ -96,11 +96,19 @@ def mix_yaml(mix: dict[str, int], axis, index: int) -> str:
         "source": axis.source,
         "counts": {k: n for k, n in mix.items() if n > 0},
         "exclude": [k for k, n in mix.items() if n == 0],
-        "provenance": {"random_mixes": {"count": axis.count, "total": axis.total,
-                                        "concentration": axis.concentration,
-                                        "seed": axis.seed, "index": index}},
-    }  # fmt: skip
-    head = ("# A random mixture of the grid's random_mixes axis (doit.grid.random_mixes), written\n"
-            "# at plan time. seed: sampling seed; source: the train pool; counts: items per\n"
-            "# ability; exclude: abilities drawn 0 items; provenance: the draw.\n")  # fmt: skip
+        "provenance": {
+            "random_mixes": {
+                "count": axis.count,
+                "total": axis.total,
+                "concentration": axis.concentration,
+                "seed": axis.seed,
+                "index": index,
+            }
+        },
+    }
+    head = (
+        "# A random mixture of the grid's random_mixes axis (doit.grid.random_mixes), written\n"
+        "# at plan time. seed: sampling seed; source: the train pool; counts: items per\n"
+        "# ability; exclude: abilities drawn 0 items; provenance: the draw.\n"
+    )
     return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)

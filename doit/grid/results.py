@@ -127,8 +127,9 @@ def read_results(path, per_item: bool = False) -> pd.DataFrame:
     dup = df.duplicated(key, keep=False)
     if dup.any():
         first = df.loc[dup, key].iloc[0].to_dict()
-        raise ResultsError(f"{source}: {int(dup.sum())} rows repeat a key ({', '.join(key)}), "
-                           f"e.g. {first}")  # fmt: skip
+        raise ResultsError(
+            f"{source}: {int(dup.sum())} rows repeat a key ({', '.join(key)}), e.g. {first}"
+        )
     return df.sort_values(key, ignore_index=True)
 
 
@@ -163,13 +164,17 @@ def _validate(df: pd.DataFrame, source: str, per_item: bool) -> pd.DataFrame:
 
 
 def _check_values(df: pd.DataFrame, source: str) -> None:
-    allowed = {"construction": CONSTRUCTIONS, "formulation": FORMULATIONS,
-               "cell_formulation": FORMULATIONS}  # fmt: skip
+    allowed = {
+        "construction": CONSTRUCTIONS,
+        "formulation": FORMULATIONS,
+        "cell_formulation": FORMULATIONS,
+    }
     for col, values in allowed.items():
         bad = ~df[col].isin(values) & df[col].notna()
         if bad.any():
-            raise ResultsError(f"{source}: {col}: {df.loc[bad, col].iloc[0]!r} is not one of "
-                               f"{', '.join(values)}")  # fmt: skip
+            raise ResultsError(
+                f"{source}: {col}: {df.loc[bad, col].iloc[0]!r} is not one of {', '.join(values)}"
+            )
     for col in ("score", "chance"):
         out = df[col].notna() & ((df[col] < 0) | (df[col] > 100))
         if out.any():

@@ -107,8 +107,13 @@ def state(study, cell: Cell) -> str:
     return "failed" if read_status(study, cell.id).get("state") == "failed" else "pending"
 
 
-def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | None = None,
-              retry_failed: bool = False) -> str:  # fmt: skip
+def work_cell(
+    study,
+    cell_id: str,
+    threads: int | None = None,
+    launch: dict | None = None,
+    retry_failed: bool = False,
+) -> str:
     """Run one cell under its lock, recording how it ended; returns its final state. A cell
     found failed under the lock stays failed unless ``retry_failed`` (a runner may have listed
     it before another failed it). A failure, ``SystemExit`` included (a recipe's parser, a
@@ -119,15 +124,22 @@ def work_cell(study, cell_id: str, threads: int | None = None, launch: dict | No
         with cell_lock(study, cell_id):
             if not retry_failed and read_status(study, cell_id).get("state") == "failed":
                 return "failed"
-            write_json(status, {"state": "running", "pid": os.getpid(),
-                                "host": os.uname().nodename,
-                                "started": time.strftime("%Y-%m-%dT%H:%M:%S")})  # fmt: skip
+            write_json(
+                status,
+                {
+                    "state": "running",
+                    "pid": os.getpid(),
+                    "host": os.uname().nodename,
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                },
+            )
             try:
                 run_cell(study, cell_id, launch)
             except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded, the run goes on
                 error = f"{type(e).__name__}: {e}".strip().splitlines()[-1]
-                write_json(status, {"state": "failed", "error": error,
-                                    "traceback": traceback.format_exc()})  # fmt: skip
+                write_json(
+                    status, {"state": "failed", "error": error, "traceback": traceback.format_exc()}
+                )
                 return "failed"
             write_json(status, {"state": "done"})
             return "done"
@@ -145,13 +157,25 @@ def todo(study, pattern: str | None = None, retry_failed: bool = False) -> list[
     states = {c.id: state(study, c) for c in cells}
     wanted = {"pending", "failed"} if retry_failed else {"pending"}
     ready = [c for c in cells if states[c.id] in wanted]
-    return [w for w in ([c for c in ready if c.kind == "pretrain"],
-                        [c for c in ready if c.kind != "pretrain"]) if w]  # fmt: skip
+    return [
+        w
+        for w in (
+            [c for c in ready if c.kind == "pretrain"],
+            [c for c in ready if c.kind != "pretrain"],
+        )
+        if w
+    ]
 
 
-def run_study(study, backend: str = "local", max_parallel: int = 1, threads: int | None = None,
-              pattern: str | None = None, retry_failed: bool = False, slurm: dict | None = None
-              ) -> dict[str, str]:  # fmt: skip
+def run_study(
+    study,
+    backend: str = "local",
+    max_parallel: int = 1,
+    threads: int | None = None,
+    pattern: str | None = None,
+    retry_failed: bool = False,
+    slurm: dict | None = None,
+) -> dict[str, str]:
     """Run every pending cell; returns {cell id: final state}; then writes the tables
     (results.csv with scored cells, pretraining.csv with pretraining cells).
     ``threads`` defaults to the CPU cores shared out among the ``max_parallel`` local workers
@@ -200,12 +224,15 @@ def gpu_slots(max_parallel: int, gpus_per_cell: int) -> list[str | None]:
     slots = count // gpus_per_cell
     if slots < 1:
         raise RuntimeError(f"a cell wants {gpus_per_cell} GPUs; this machine has {count}")
-    return [",".join(str(s * gpus_per_cell + g) for g in range(gpus_per_cell))
-            for s in range(min(max_parallel, slots))]  # fmt: skip
+    return [
+        ",".join(str(s * gpus_per_cell + g) for g in range(gpus_per_cell))
+        for s in range(min(max_parallel, slots))
+    ]
 
 
-def run_workers(study, ids: list[str], max_parallel: int, threads: int | None,
-                retry_failed: bool = False) -> dict:  # fmt: skip
+def run_workers(
+    study, ids: list[str], max_parallel: int, threads: int | None, retry_failed: bool = False
+) -> dict:
     """Each cell in a worker process; K at once; each slot keeps its own GPUs."""
     plan = read_plan(study)
     cells = {c.id: c for c in plan.cells}
@@ -298,8 +325,15 @@ def slurm_task(study: str, cell_id: str, threads: int | None, retry_failed: bool
     return work_cell(study, cell_id, threads, launch, retry_failed)
 
 
-def run_submitit(study, ids: list[str], max_parallel: int, threads: int | None, backend: str,
-                 slurm: dict, retry_failed: bool = False) -> dict:  # fmt: skip
+def run_submitit(
+    study,
+    ids: list[str],
+    max_parallel: int,
+    threads: int | None,
+    backend: str,
+    slurm: dict,
+    retry_failed: bool = False,
+) -> dict:
     import submitit
 
     grid = read_plan(study).grid
@@ -309,10 +343,12 @@ def run_submitit(study, ids: list[str], max_parallel: int, threads: int | None, 
     else:
         executor = submitit.AutoExecutor(folder=folder)
     params = {"timeout_min": 24 * 60, **grid.slurm, **slurm}
-    executor.update_parameters(slurm_array_parallelism=max_parallel, nodes=grid.nodes,
-                               tasks_per_node=1, **params)  # fmt: skip
-    jobs = executor.map_array(slurm_task, [str(study)] * len(ids), ids, [threads] * len(ids),
-                              [retry_failed] * len(ids))  # fmt: skip
+    executor.update_parameters(
+        slurm_array_parallelism=max_parallel, nodes=grid.nodes, tasks_per_node=1, **params
+    )
+    jobs = executor.map_array(
+        slurm_task, [str(study)] * len(ids), ids, [threads] * len(ids), [retry_failed] * len(ids)
+    )
     out = {}
     for cid, job in zip(ids, jobs):
         try:

@@ -66,8 +66,9 @@ class Base:
     def at_seed(self, seed: int) -> Base:
         """This base for one value of the grid's pretrain_seed axis: ``{seed}`` in its path
         filled in, ``seed`` added to its pretraining overrides."""
-        pretrain = dataclasses.replace(self.pretrain, overrides={**self.pretrain.overrides,
-                                                                 "seed": seed})  # fmt: skip
+        pretrain = dataclasses.replace(
+            self.pretrain, overrides={**self.pretrain.overrides, "seed": seed}
+        )
         path = self.path.replace(SEED, str(seed))
         return dataclasses.replace(self, path=path, pretrain=pretrain, seed=seed)
 
@@ -153,15 +154,52 @@ class Grid:
         return next(b for b in self.bases if b.name == name)
 
 
-TOP_KEYS = {"name", "doit_dir", "bases", "data", "seed", "sample_seed", "sft", "sweep",
-            "max_new_tokens", "launcher", "gpus", "nodes", "eval_epochs", "eval_batch_size",
-            "benchmarks", "keep", "slurm", "pretrain_seed", "bases_dir", "formulation",
-            "eval_formulations"}  # fmt: skip
-BASE_KEYS = {"name", "arch", "params", "params_total", "chat_format", "path", "pretrain",
-             "sft_config", "s_per_step"}  # fmt: skip
+TOP_KEYS = {
+    "name",
+    "doit_dir",
+    "bases",
+    "data",
+    "seed",
+    "sample_seed",
+    "sft",
+    "sweep",
+    "max_new_tokens",
+    "launcher",
+    "gpus",
+    "nodes",
+    "eval_epochs",
+    "eval_batch_size",
+    "benchmarks",
+    "keep",
+    "slurm",
+    "pretrain_seed",
+    "bases_dir",
+    "formulation",
+    "eval_formulations",
+}
+BASE_KEYS = {
+    "name",
+    "arch",
+    "params",
+    "params_total",
+    "chat_format",
+    "path",
+    "pretrain",
+    "sft_config",
+    "s_per_step",
+}
 SFT_KEYS = ("data", "sft", "max_new_tokens")  # present together, or the grid is pretraining-only
-FINE_TUNING_ONLY = ("seed", "sample_seed", "sweep", "eval_epochs", "eval_batch_size",
-                    "benchmarks", "keep", "formulation", "eval_formulations")  # fmt: skip
+FINE_TUNING_ONLY = (
+    "seed",
+    "sample_seed",
+    "sweep",
+    "eval_epochs",
+    "eval_batch_size",
+    "benchmarks",
+    "keep",
+    "formulation",
+    "eval_formulations",
+)
 
 
 class _Check:
@@ -193,8 +231,10 @@ class _Check:
             self.fail(key, f"expected a mapping, got {type(value).__name__}")
         unknown = sorted(set(value) - set(allowed)) if allowed else []
         if unknown:
-            self.fail(f"{key}.{unknown[0]}" if key else unknown[0],
-                      f"unknown key; expected one of {', '.join(sorted(allowed))}")  # fmt: skip
+            self.fail(
+                f"{key}.{unknown[0]}" if key else unknown[0],
+                f"unknown key; expected one of {', '.join(sorted(allowed))}",
+            )
         return value
 
     def file(self, key: str, value) -> str:
@@ -205,8 +245,11 @@ class _Check:
     def name(self, key: str, value, what: str = "") -> None:
         """A name that ends up in a path (a cell id, a file name): never one that leaves it."""
         if not NAME.fullmatch(str(value)) or str(value) in (".", ".."):
-            self.fail(key, f"{value!r}{what} becomes part of a path: use letters, digits, _ . - "
-                      "only (and not . or ..)")  # fmt: skip
+            self.fail(
+                key,
+                f"{value!r}{what} becomes part of a path: use letters, digits, _ . - "
+                "only (and not . or ..)",
+            )
 
     def number(self, key: str, value) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -246,14 +289,23 @@ def parse_grid(raw, path: Path, files: bool = True) -> Grid:
     else:
         for k in FINE_TUNING_ONLY:
             if k in raw:
-                c.fail(k, "only fine-tuning cells use it, and this grid has none (no data, sft "
-                       "or max_new_tokens): a pretraining-only grid (pretrain_seed: its seeds)")  # fmt: skip
+                c.fail(
+                    k,
+                    "only fine-tuning cells use it, and this grid has none (no data, sft "
+                    "or max_new_tokens): a pretraining-only grid (pretrain_seed: its seeds)",
+                )
     fields = {name: parse(c, raw[k]) for k, (name, parse) in OPTIONAL.items() if k in raw}
     if given and fields.get("pretrain_seeds") is not None:
-        c.fail("pretrain_seed", "only a pretraining-only grid (no data, sft or max_new_tokens) "
-               "has a pretraining seed axis")  # fmt: skip
-    shape = {"seeded": fields.get("pretrain_seeds") is not None, "pretraining_only": not given,
-             "bases_dir": fields.get("bases_dir")}  # fmt: skip
+        c.fail(
+            "pretrain_seed",
+            "only a pretraining-only grid (no data, sft or max_new_tokens) "
+            "has a pretraining seed axis",
+        )
+    shape = {
+        "seeded": fields.get("pretrain_seeds") is not None,
+        "pretraining_only": not given,
+        "bases_dir": fields.get("bases_dir"),
+    }
     bases = tuple(_base(c, i, b, **shape) for i, b in enumerate(_list(c, "bases", raw["bases"])))
     names = [b.name for b in bases]
     if len(set(names)) != len(names):
@@ -262,8 +314,14 @@ def parse_grid(raw, path: Path, files: bool = True) -> Grid:
         fields["data"] = _data(c, raw["data"], set(names))
         fields["sft"] = _sft(c, raw["sft"])
         fields["max_new_tokens"] = _budgets(c, raw["max_new_tokens"])
-    grid = Grid(path=Path(path), raw=raw, name=str(raw["name"]), doit_dir=str(raw["doit_dir"]),
-                bases=bases, **fields)  # fmt: skip
+    grid = Grid(
+        path=Path(path),
+        raw=raw,
+        name=str(raw["name"]),
+        doit_dir=str(raw["doit_dir"]),
+        bases=bases,
+        **fields,
+    )
     if grid.launcher == "inprocess" and grid.nodes > 1:
         c.fail("nodes", "a multi-node cell needs launcher torchrun or deepspeed")
     return grid
@@ -285,8 +343,10 @@ def _base(c: _Check, i: int, raw, seeded: bool, pretraining_only: bool, bases_di
     fields = {k: raw[k] for k in BASE_KEYS - {"pretrain"} if raw.get(k) is not None}
     if raw.get("pretrain") is not None:
         p = c.mapping(f"{key}.pretrain", raw["pretrain"], {"config", "overrides"})
-        fields["pretrain"] = Pretrain(c.file(f"{key}.pretrain.config", p.get("config")),
-                                      c.mapping(f"{key}.pretrain.overrides", p.get("overrides")))  # fmt: skip
+        fields["pretrain"] = Pretrain(
+            c.file(f"{key}.pretrain.config", p.get("config")),
+            c.mapping(f"{key}.pretrain.overrides", p.get("overrides")),
+        )
     for k in ("params", "params_total"):
         if k in fields:
             c.integer(f"{key}.{k}", fields[k])
@@ -298,8 +358,11 @@ def _base(c: _Check, i: int, raw, seeded: bool, pretraining_only: bool, bases_di
         c.file(f"{key}.sft_config", fields["sft_config"])
     _check_seed_axis(c, key, fields, seeded, pretraining_only)
     if "params" not in fields and "pretrain" not in fields:
-        c.fail(f"{key}.params", "required for a base that is not pretrained by the grid "
-               "(its non-embedding parameter count)")  # fmt: skip
+        c.fail(
+            f"{key}.params",
+            "required for a base that is not pretrained by the grid "
+            "(its non-embedding parameter count)",
+        )
     if bases_dir:
         fields["path"] = str(Path(bases_dir) / fields["path"])
     return Base(**fields)
@@ -311,8 +374,11 @@ def _check_seed_axis(c: _Check, key: str, fields: dict, seeded: bool, pretrainin
         if SEED in fields["path"]:
             c.fail(f"{key}.path", f"{SEED} is filled in from pretrain_seed, which is not set")
         if pretraining_only and "pretrain" not in fields:
-            c.fail(f"{key}.pretrain", "required in a pretraining-only grid (no data, sft or "
-                   "max_new_tokens): it builds its bases and nothing else")  # fmt: skip
+            c.fail(
+                f"{key}.pretrain",
+                "required in a pretraining-only grid (no data, sft or "
+                "max_new_tokens): it builds its bases and nothing else",
+            )
         return
     if "pretrain" not in fields:
         c.fail(f"{key}.pretrain", "required: pretrain_seed builds every base once per seed")
@@ -324,8 +390,10 @@ def _check_seed_axis(c: _Check, key: str, fields: dict, seeded: bool, pretrainin
 
 def _data(c: _Check, raw, names: set[str]) -> dict[str, Axis | RandomMixes]:
     data = c.mapping("data", raw, set(DATA_AXES))
-    return {k: (_random_mixes if k == "random_mixes" else _axis)(c, f"data.{k}", v, names)
-            for k, v in data.items()}  # fmt: skip
+    return {
+        k: (_random_mixes if k == "random_mixes" else _axis)(c, f"data.{k}", v, names)
+        for k, v in data.items()
+    }
 
 
 def _random_mixes(c: _Check, key: str, raw, names: set[str]) -> RandomMixes:
@@ -341,11 +409,13 @@ def _random_mixes(c: _Check, key: str, raw, names: set[str]) -> RandomMixes:
     bases = raw.get("bases")
     if bases is not None and (not isinstance(bases, list) or not set(bases) <= names):
         c.fail(f"{key}.bases", f"expected a list of base names ({', '.join(names)})")
-    return RandomMixes(**fields, concentration=float(conc),
-                       seed=c.integer(f"{key}.seed", raw.get("seed", 0), minimum=0),
-                       source=c.choice(f"{key}.source", str(raw.get("source", "1000")),
-                                       ("1000", "full")),
-                       bases=tuple(bases) if bases is not None else None)  # fmt: skip
+    return RandomMixes(
+        **fields,
+        concentration=float(conc),
+        seed=c.integer(f"{key}.seed", raw.get("seed", 0), minimum=0),
+        source=c.choice(f"{key}.source", str(raw.get("source", "1000")), ("1000", "full")),
+        bases=tuple(bases) if bases is not None else None,
+    )
 
 
 def _axis(c: _Check, key: str, raw, names: set[str]) -> Axis:
@@ -375,8 +445,9 @@ def _axis(c: _Check, key: str, raw, names: set[str]) -> Axis:
 
 def _sft(c: _Check, raw) -> Sft:
     sft = c.mapping("sft", raw, {"config", "overrides"})
-    return Sft(c.file("sft.config", sft.get("config")),
-               c.mapping("sft.overrides", sft.get("overrides")))  # fmt: skip
+    return Sft(
+        c.file("sft.config", sft.get("config")), c.mapping("sft.overrides", sft.get("overrides"))
+    )
 
 
 def _budgets(c: _Check, value) -> dict[str, int]:
@@ -454,12 +525,14 @@ OPTIONAL = {
     "benchmarks": ("benchmarks", _benchmarks),
     "keep": ("keep", lambda c, v: c.choice("keep", v, KEEP)),
     "slurm": ("slurm", lambda c, v: c.mapping("slurm", v)),
-    "pretrain_seed": ("pretrain_seeds",
-                      lambda c, v: None if v is None else c.ints("pretrain_seed", v)),
+    "pretrain_seed": (
+        "pretrain_seeds",
+        lambda c, v: None if v is None else c.ints("pretrain_seed", v),
+    ),
     "bases_dir": ("bases_dir", _bases_dir),
     "formulation": ("formulations", _formulations("formulation", empty=False)),
     "eval_formulations": ("eval_formulations", _formulations("eval_formulations", empty=True)),
-}  # fmt: skip
+}
 
 
 def parse_sets(pairs: list[str]) -> dict:
@@ -468,8 +541,9 @@ def parse_sets(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise GridError(f"--set {pair!r}: expected KEY=VALUE (VALUE in YAML, e.g. "
-                            "pretrain_seed=[0,1,2])")  # fmt: skip
+            raise GridError(
+                f"--set {pair!r}: expected KEY=VALUE (VALUE in YAML, e.g. pretrain_seed=[0,1,2])"
+            )
         try:
             out[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError as e:

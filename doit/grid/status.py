@@ -26,8 +26,10 @@ def print_status(study) -> int:
         mine = [s for c, s in rows if c.kind == kind]
         if mine:
             n = Counter(mine)
-            print(f"{kind:<9} [{bar(n['done'], len(mine))}] {n['done']}/{len(mine)} done"
-                  + "".join(f", {n[s]} {s}" for s in STATES[1:] if n[s]))  # fmt: skip
+            print(
+                f"{kind:<9} [{bar(n['done'], len(mine))}] {n['done']}/{len(mine)} done"
+                + "".join(f", {n[s]} {s}" for s in STATES[1:] if n[s])
+            )
     for c, s in rows:
         if s in ("running", "failed"):
             detail = read_status(study, c.id).get("error", "") if s == "failed" else ""

@@ -18,8 +18,11 @@ from doit.grid.results import read_results
 
 
 def last_epoch_scores(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
-    df = df[(df["split"] == split) & df["construction"].isin(["base", "curated"])
-            & df["excluded_ability"].isna()]  # fmt: skip
+    df = df[
+        (df["split"] == split)
+        & df["construction"].isin(["base", "curated"])
+        & df["excluded_ability"].isna()
+    ]
     last = df.groupby("cell")["epoch"].transform("max")
     return df[df["epoch"] == last]
 
@@ -32,9 +35,14 @@ def score_table(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     df = df.assign(column=label)
     table = df.pivot_table(index="ability", columns="column", values="score", aggfunc="mean")
     first = df.drop_duplicates("column").set_index("column")
-    order = sorted(table.columns, key=lambda c: (first.loc[c, "base"],
-                                                 int(first.loc[c, "n_per_ability"]),
-                                                 first.loc[c, "formulation"]))  # fmt: skip
+    order = sorted(
+        table.columns,
+        key=lambda c: (
+            first.loc[c, "base"],
+            int(first.loc[c, "n_per_ability"]),
+            first.loc[c, "formulation"],
+        ),
+    )
     keys = [k for k in (*ab.ABILITY_KEYS, *ab.OOD_KEYS) if k in table.index]
     table = table.loc[keys, order]
     table.loc["macro (10 abilities)"] = table.loc[[k for k in ab.ABILITY_KEYS if k in keys]].mean()
@@ -54,8 +62,10 @@ def print_table(study, split: str = "test") -> int:
     df = read_results(study)
     table = score_table(df, split)
     formulations = ", ".join(sorted(df["formulation"].dropna().unique()))
-    print(f"{split} scores (0-100) at each cell's last epoch; seeds averaged; formulation "
-          f"{formulations}; checkpoint selection: python -m doit.analysis")  # fmt: skip
+    print(
+        f"{split} scores (0-100) at each cell's last epoch; seeds averaged; formulation "
+        f"{formulations}; checkpoint selection: python -m doit.analysis"
+    )
     print(table.round(1).to_string(na_rep="-"))
     cut = last_epoch_scores(df, split).groupby("ability")["n_no_output"].max().fillna(0)
     for ability, n in cut[cut > 0].items():

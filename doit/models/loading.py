@@ -71,8 +71,13 @@ def load_model(
         prepare_tokenizer(tokenizer, model, chat_format=chat_format)
     elif len(tokenizer) > rows:
         model.resize_token_embeddings(len(tokenizer))
-    log.info("model %s: %s, embedding rows %d -> %d", model.config.model_type, path, rows,
-             model.get_input_embeddings().num_embeddings)  # fmt: skip
+    log.info(
+        "model %s: %s, embedding rows %d -> %d",
+        model.config.model_type,
+        path,
+        rows,
+        model.get_input_embeddings().num_embeddings,
+    )
     if adapter:
         from peft import PeftModel
 
@@ -100,8 +105,9 @@ def resolve_dtype(name: str):
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def load_for_inference(path, adapter=None, dtype: str = "auto", chat_format: str | None = None,
-                       seed: int = 0):  # fmt: skip
+def load_for_inference(
+    path, adapter=None, dtype: str = "auto", chat_format: str | None = None, seed: int = 0
+):
     """``load``, then the model on the GPU when there is one, in eval mode, with a left-padding
     tokenizer: what batched prediction needs.
 

@@ -57,10 +57,26 @@ METRICS = "metrics.jsonl"
 CHECKPOINT_PREFIX = "checkpoint"
 KINDS = ("start", "train", "valid", "summary", "end")
 SHARED_KEYS = ("kind", "step", "epoch", "tokens", "wall_s")
-STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "latest",
-               "zero_to_fp32.py", "zero_to_torch.py")  # fmt: skip
-LIBRARIES = ("torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "datasets",
-             "tokenizers", "bitsandbytes", "doit-scaling")  # fmt: skip
+STATE_FILES = (
+    "optimizer.pt",
+    "scheduler.pt",
+    "scaler.pt",
+    "latest",
+    "zero_to_fp32.py",
+    "zero_to_torch.py",
+)
+LIBRARIES = (
+    "torch",
+    "transformers",
+    "trl",
+    "peft",
+    "accelerate",
+    "deepspeed",
+    "datasets",
+    "tokenizers",
+    "bitsandbytes",
+    "doit-scaling",
+)
 
 
 @dataclass
@@ -78,8 +94,14 @@ def metrics_row(kind: str, step: int, epoch, tokens, wall_s: float, **fields) ->
     """A metrics.jsonl row: the five shared keys first, then ``fields``."""
     if kind not in KINDS:
         raise ValueError(f"metrics row kind {kind!r}: expected one of {', '.join(KINDS)}")
-    return {"kind": kind, "step": step, "epoch": epoch, "tokens": tokens,
-            "wall_s": round(wall_s, 3), **fields}  # fmt: skip
+    return {
+        "kind": kind,
+        "step": step,
+        "epoch": epoch,
+        "tokens": tokens,
+        "wall_s": round(wall_s, 3),
+        **fields,
+    }
 
 
 def append_metrics(run_dir, row: dict) -> None:
@@ -113,8 +135,14 @@ def upgrade_row(row: dict) -> dict:
     renamed = {"lr": "learning_rate"} if "kind" in row else {"tokens": "nonpad_tokens"}
     rest = {renamed.get(k, k): v for k, v in row.items() if k not in SHARED_KEYS or k in renamed}
     tokens = row.get("tokens") if "kind" in row else row.get("assistant_tokens_seen")
-    return metrics_row(row.get("kind") or log_kind(row), row.get("step", 0), row.get("epoch"),
-                       tokens, row.get("wall_s", 0.0), **rest)  # fmt: skip
+    return metrics_row(
+        row.get("kind") or log_kind(row),
+        row.get("step", 0),
+        row.get("epoch"),
+        tokens,
+        row.get("wall_s", 0.0),
+        **rest,
+    )
 
 
 def log_kind(logs: dict) -> str:

@@ -48,8 +48,10 @@ def _items(data: Path, ability: str, split: str, k: int = 100) -> list[dict]:
 def _ranked_first(model, tok, prefix: str, options: dict[str, str]) -> str:
     """The option letter whose text, after ``prefix``, has the lowest perplexity."""
     start = len(tok(prefix, add_special_tokens=False)["input_ids"])
-    seqs = [(tok(prefix + text + "。", add_special_tokens=False)["input_ids"], start)
-            for text in options.values()]  # fmt: skip
+    seqs = [
+        (tok(prefix + text + "。", add_special_tokens=False)["input_ids"], start)
+        for text in options.values()
+    ]
     with torch.no_grad():
         ppl = sequence_ppl(model, seqs, tok.pad_token_id)
     return list(options)[ppl.index(min(ppl))]
@@ -68,8 +70,10 @@ def recall(model, tok, data: Path) -> None:
                 prefix = "问：" + lines[0] + "答："
                 best = _ranked_first(model, tok, prefix, options)
                 hits, n = hits + (best == gold), n + 1
-            print(f"{ability:8s} {split:5s} {n:3d} items: gold ranked first {100 * hits / n:.1f}% "
-                  f"(chance {100 / 4:.0f}%)")  # fmt: skip
+            print(
+                f"{ability:8s} {split:5s} {n:3d} items: gold ranked first {100 * hits / n:.1f}% "
+                f"(chance {100 / 4:.0f}%)"
+            )
 
 
 def _drill(tok, rng: random.Random, target: str) -> tuple[list[int], int]:
@@ -96,8 +100,11 @@ def letters(model, tok, steps: int, lr: float, target: str) -> None:
     rng, start = random.Random(0), time.time()
     for step in range(steps + 1):
         if step % 250 == 0:
-            print(f"step {step:5d} ({8 * step:6d} drills): accuracy {accuracy():.3f}, "
-                  f"{time.time() - start:.0f} s", flush=True)  # fmt: skip
+            print(
+                f"step {step:5d} ({8 * step:6d} drills): accuracy {accuracy():.3f}, "
+                f"{time.time() - start:.0f} s",
+                flush=True,
+            )
         batch = [_drill(tok, rng, target) for _ in range(8)]  # every drill has the same length
         logits = model(torch.tensor([ids for ids, _ in batch])).logits[:, -1]
         loss = torch.nn.functional.cross_entropy(logits, torch.tensor([g for _, g in batch]))

@@ -36,8 +36,9 @@ def main(argv=None) -> int:
     truth = read_json(args.data / "ground_truth.json")["abilities"]
     counts = targets.micro_scores(args.study, args.replicates)
     table = targets.score_table(counts, truth)
-    checks = targets.check_targets(counts, truth, args.small, args.large, args.lo_n, args.hi_n,
-                                   args.targets)
+    checks = targets.check_targets(
+        counts, truth, args.small, args.large, args.lo_n, args.hi_n, args.targets
+    )
     text = targets.markdown(table, checks)
     print(text, end="")
     if args.out:

@@ -22,8 +22,18 @@ from doit.grid.random_mixes import draw
 from tests.tiny import REPO
 
 # The real DoIT `full` pools (recipes/mixes/README.md).
-FULL = dict(biology=1042, history=1893, code=4968, creative_writing=1000, chinese=1450,
-            understanding=4885, role_play=1000, reasoning=12751, math=11501, ethics=1000)  # fmt: skip
+FULL = dict(
+    biology=1042,
+    history=1893,
+    code=4968,
+    creative_writing=1000,
+    chinese=1450,
+    understanding=4885,
+    role_play=1000,
+    reasoning=12751,
+    math=11501,
+    ethics=1000,
+)
 
 
 # --- the exact allocation ------------------------------------------------------------------------
@@ -93,11 +103,20 @@ PLANTED = {
 def study_csv(tmp_path_factory):
     """Two bases, n = 4 ... 4096, 1,000 items a cell: ethics and role_play flat with their best
     validation score at n = 64, creative_writing saturating at >= 1,000."""
-    table, _, _ = planted_study(PLANTED, bases={"s": BASES["s"], "l": BASES["l"]},
-                                ns=(4, 16, 64, 256, 1024, 4096), n_items=1000, epochs=(5.0,),
-                                per_item=False, rng=0)  # fmt: skip
-    flat = (table["ability"].isin(["ethics", "role_play"]) & (table["split"] == "valid")
-            & (table["construction"] == "curated"))  # fmt: skip
+    table, _, _ = planted_study(
+        PLANTED,
+        bases={"s": BASES["s"], "l": BASES["l"]},
+        ns=(4, 16, 64, 256, 1024, 4096),
+        n_items=1000,
+        epochs=(5.0,),
+        per_item=False,
+        rng=0,
+    )
+    flat = (
+        table["ability"].isin(["ethics", "role_play"])
+        & (table["split"] == "valid")
+        & (table["construction"] == "curated")
+    )
     level = table.loc[flat, "ability"].map({"ethics": 45.0, "role_play": 66.0})
     table.loc[flat, "score"] = level + 3.0 * (table.loc[flat, "n_per_ability"] == 64)
     path = tmp_path_factory.mktemp("planted") / "results.csv"
@@ -107,8 +126,13 @@ def study_csv(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def planted(study_csv):
-    options = Options(budget=10_000, policies=("reconstruct", "maximum", "marginal"),
-                      pools=FULL, source="full", replicates=100)  # fmt: skip
+    options = Options(
+        budget=10_000,
+        policies=("reconstruct", "maximum", "marginal"),
+        pools=FULL,
+        source="full",
+        replicates=100,
+    )
     return make(study_csv, options)
 
 
@@ -121,9 +145,19 @@ def test_reconstruct_is_the_shipped_recipe_on_the_real_pools(planted):
     shipped = resolve_counts(load_mix(REPO / "recipes" / "mixes" / "reconstruct.yaml"), FULL)
     got = planted.allocations["reconstruct"].counts
     assert got == shipped
-    assert got == dict(FULL, ethics=64, role_play=64, creative_writing=1000, biology=1042,
-                       history=1305, code=1305, chinese=1305, understanding=1305,
-                       reasoning=1305, math=1305)  # fmt: skip
+    assert got == dict(
+        FULL,
+        ethics=64,
+        role_play=64,
+        creative_writing=1000,
+        biology=1042,
+        history=1305,
+        code=1305,
+        chinese=1305,
+        understanding=1305,
+        reasoning=1305,
+        math=1305,
+    )
 
 
 @pytest.mark.slow
@@ -145,10 +179,15 @@ def test_maximum_and_marginal_handle_resistant_and_saturating_abilities(planted)
 
 @pytest.mark.slow
 def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
-    options = Options(budget=6000, policies=("reconstruct", "marginal"), pools=FULL,
-                      source="full", floors={"ethics": 100, "math": 700},
-                      caps={"reasoning": 400, "understanding": 500},
-                      weights={"code": 3.0})  # fmt: skip
+    options = Options(
+        budget=6000,
+        policies=("reconstruct", "marginal"),
+        pools=FULL,
+        source="full",
+        floors={"ethics": 100, "math": 700},
+        caps={"reasoning": 400, "understanding": 500},
+        weights={"code": 3.0},
+    )
     study = planted.evidence.analysis  # the same fits, other bounds
     result = make(study, options)
     for name, alloc in result.allocations.items():
@@ -178,12 +217,21 @@ def test_outputs_are_mixes_doit_trains_on_with_provenance(planted, tmp_path):
 
 # --- the transfer term --------------------------------------------------------------------------
 def test_transfer_share_comes_from_the_loo_cells_and_is_ignored_without_them(tmp_path):
-    curves = {"biology": Curve(a=-2.5, b_data=0.6, transference=0.6),
-              "code": Curve(a=-2.5, b_data=0.6, transference=0.0),
-              "ethics": Curve(a=-8.0, b_data=0.0, b_size=0.0)}  # at chance: no gain  # fmt: skip
+    curves = {
+        "biology": Curve(a=-2.5, b_data=0.6, transference=0.6),
+        "code": Curve(a=-2.5, b_data=0.6, transference=0.0),
+        "ethics": Curve(a=-8.0, b_data=0.0, b_size=0.0),
+    }  # at chance: no gain
     pools = {k: 1000 for k in curves}
-    with_loo, _, _ = planted_study(curves, bases={"s": BASES["s"]}, n_items=400, loo_ns=(256,),
-                                   epochs=(5.0,), per_item=False, rng=1)  # fmt: skip
+    with_loo, _, _ = planted_study(
+        curves,
+        bases={"s": BASES["s"]},
+        n_items=400,
+        loo_ns=(256,),
+        epochs=(5.0,),
+        per_item=False,
+        rng=1,
+    )
     with_loo.to_csv(tmp_path / "loo.csv", index=False)
     ev = gather(tmp_path / "loo.csv", Options(budget=600, pools=pools, replicates=100))
     t = ev.model.transfer
@@ -219,8 +267,14 @@ def test_regression_recovers_a_planted_linear_law_from_40_random_mixes(tmp_path)
     cells = {f"random-s0-{i:03d}": m for i, m in enumerate(mixes)}
     cells |= {f"n{n}": dict.fromkeys(keys, n) for n in (16, 64, 256)}  # the curves' cells
     law_study(law, cells, chance, n_items=2000, rng=4).to_csv(tmp_path / "law.csv", index=False)
-    options = Options(budget=2560, policies=("regression",), pools=dict.fromkeys(keys, 1000),
-                      replicates=50, model="linear", reach=10)  # fmt: skip
+    options = Options(
+        budget=2560,
+        policies=("regression",),
+        pools=dict.fromkeys(keys, 1000),
+        replicates=50,
+        model="linear",
+        reach=10,
+    )
     result = make(tmp_path / "law.csv", options)
     model = result.allocations["regression"].model
     assert np.abs(model.model.beta[1:] - 100 * beta).max() < 1.5  # points per log(1 + n)
@@ -240,21 +294,25 @@ def test_regression_recovers_a_planted_linear_law_from_40_random_mixes(tmp_path)
 
 def test_regression_needs_random_mixes_and_lightgbm_is_an_extra(tmp_path, study_csv):
     with pytest.raises(CurriculumError, match="random_mixes"):
-        make(study_csv, Options(budget=2560, policies=("regression",), pools=FULL,
-                                replicates=20))  # fmt: skip
+        make(study_csv, Options(budget=2560, policies=("regression",), pools=FULL, replicates=20))
     keys = ab.ABILITY_KEYS
     cells = {
         f"random-s0-{i:03d}": m
         for i, m in enumerate(draw(dict.fromkeys(keys, 1000), 24, 2560, 1.0, seed=1))
     }
-    cells |= {f"n{n}": dict.fromkeys(keys, n) for n in (16, 64, 256)}  # fmt: skip
+    cells |= {f"n{n}": dict.fromkeys(keys, n) for n in (16, 64, 256)}
 
     def law(counts):
         return {k: 0.3 + 0.03 * np.log1p(counts.get(k, 0)) for k in keys}
 
     law_study(law, cells, dict.fromkeys(keys, 0.25), rng=5).to_csv(tmp_path / "m.csv", index=False)
-    options = Options(budget=2560, policies=("regression",), pools=dict.fromkeys(keys, 1000),
-                      replicates=20, model="lightgbm")  # fmt: skip
+    options = Options(
+        budget=2560,
+        policies=("regression",),
+        pools=dict.fromkeys(keys, 1000),
+        replicates=20,
+        model="lightgbm",
+    )
     if lightgbm_module() is None:  # the extra is not installed: one line naming the fix
         with pytest.raises(CurriculumError, match=r"lightgbm is not installed.*--model linear"):
             make(tmp_path / "m.csv", options)
@@ -265,14 +323,18 @@ def test_regression_needs_random_mixes_and_lightgbm_is_an_extra(tmp_path, study_
 
 
 def test_a_target_beyond_the_largest_base_is_extrapolated_with_the_held_out_error(tmp_path):
-    curves = {"biology": Curve(a=-2.5, b_data=0.5, b_size=0.4),
-              "code": Curve(a=-2.0, b_data=0.3, b_size=0.2),
-              "ethics": Curve(a=-1.0, b_data=0.0, b_size=0.0)}  # fmt: skip
-    table, _, _ = planted_study(curves, bases=BASES, ns=(4, 16, 64), n_items=300, epochs=(5.0,),
-                                per_item=False, rng=2)  # fmt: skip
+    curves = {
+        "biology": Curve(a=-2.5, b_data=0.5, b_size=0.4),
+        "code": Curve(a=-2.0, b_data=0.3, b_size=0.2),
+        "ethics": Curve(a=-1.0, b_data=0.0, b_size=0.0),
+    }
+    table, _, _ = planted_study(
+        curves, bases=BASES, ns=(4, 16, 64), n_items=300, epochs=(5.0,), per_item=False, rng=2
+    )
     table.to_csv(tmp_path / "sizes.csv", index=False)
-    options = Options(budget=150, pools=dict.fromkeys(curves, 100), replicates=30,
-                      params=4 * BASES["l"])  # fmt: skip
+    options = Options(
+        budget=150, pools=dict.fromkeys(curves, 100), replicates=30, params=4 * BASES["l"]
+    )
     result = make(tmp_path / "sizes.csv", options)
     note = next(n for n in result.notes if "beyond the largest base" in n)
     assert "held-out largest-base prediction error" in note
@@ -284,9 +346,17 @@ def test_a_target_beyond_the_largest_base_is_extrapolated_with_the_held_out_erro
 
     assert uniform_macro(result) > uniform_macro(largest)  # a larger base: higher scores
     flat = {k: Curve(a=-1.0, b_data=0.0, b_size=0.0, transference=0.0) for k in ("math", "ethics")}
-    table, _, _ = planted_study(flat, bases={"s": BASES["s"]}, ns=(4, 16, 64), n_items=2000,
-                                epochs=(5.0,), per_item=False, rng=0)  # fmt: skip
+    table, _, _ = planted_study(
+        flat,
+        bases={"s": BASES["s"]},
+        ns=(4, 16, 64),
+        n_items=2000,
+        epochs=(5.0,),
+        per_item=False,
+        rng=0,
+    )
     table.to_csv(tmp_path / "flat.csv", index=False)
-    alloc = make(tmp_path / "flat.csv", Options(budget=100, pools=dict.fromkeys(flat, 100),
-                                                replicates=30)).allocations["marginal"]  # fmt: skip
+    alloc = make(
+        tmp_path / "flat.csv", Options(budget=100, pools=dict.fromkeys(flat, 100), replicates=30)
+    ).allocations["marginal"]
     assert alloc.counts == {"math": 50, "ethics": 50} and "resistant" in alloc.notes[0]

@@ -25,13 +25,26 @@ POOLS = ",".join(f"{k}=1000" for k in KEYS)
 def tables(tmp_path_factory):
     """A small planted study with leave-one-out cells, and the same without them or mixes."""
     tmp = tmp_path_factory.mktemp("cli")
-    curves = {k: Curve(a=-2.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.0, transference=0.3)
-              for i, k in enumerate(KEYS)}  # fmt: skip
-    mixes = {f"random-s0-{i:03d}": m for i, m in enumerate(draw(dict.fromkeys(KEYS, 1000), 14,
-                                                                  640, 1.0, 0))}  # fmt: skip
-    table, _, _ = planted_study(curves, bases={"s": BASES["s"]}, ns=(4, 16, 64, 256),
-                                n_items=100, loo_ns=(64,), epochs=(5.0,), per_item=False, rng=0,
-                                mixes=mixes, tokens=dict.fromkeys(KEYS, 10.0))  # fmt: skip
+    curves = {
+        k: Curve(a=-2.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.0, transference=0.3)
+        for i, k in enumerate(KEYS)
+    }
+    mixes = {
+        f"random-s0-{i:03d}": m
+        for i, m in enumerate(draw(dict.fromkeys(KEYS, 1000), 14, 640, 1.0, 0))
+    }
+    table, _, _ = planted_study(
+        curves,
+        bases={"s": BASES["s"]},
+        ns=(4, 16, 64, 256),
+        n_items=100,
+        loo_ns=(64,),
+        epochs=(5.0,),
+        per_item=False,
+        rng=0,
+        mixes=mixes,
+        tokens=dict.fromkeys(KEYS, 10.0),
+    )
     full, plain = tmp / "full.csv", tmp / "plain.csv"
     table.to_csv(full, index=False)
     keep = table["excluded_ability"].isna() & (table["construction"] != "mix")
@@ -41,8 +54,22 @@ def tables(tmp_path_factory):
 
 def test_writes_mixes_table_figure_and_report(tables, tmp_path, capsys):
     out = tmp_path / "out"
-    rc = main(["curriculum", str(tables[0]), "--budget", "640", "--policy", "all", "--out",
-               str(out), "--pools", POOLS, "--replicates", "30"])  # fmt: skip
+    rc = main(
+        [
+            "curriculum",
+            str(tables[0]),
+            "--budget",
+            "640",
+            "--policy",
+            "all",
+            "--out",
+            str(out),
+            "--pools",
+            POOLS,
+            "--replicates",
+            "30",
+        ]
+    )
     assert rc == 0
     printed = capsys.readouterr().out
     assert "marginal" in printed and "note: transfer term g_a" in printed
@@ -67,8 +94,13 @@ def test_writes_mixes_table_figure_and_report(tables, tmp_path, capsys):
 
 
 def test_budget_in_tokens_spends_at_most_the_budget(tables):
-    options = Options(budget=6400, unit="tokens", policies=("reconstruct", "marginal"),
-                      pools=dict.fromkeys(KEYS, 1000), replicates=20)  # fmt: skip
+    options = Options(
+        budget=6400,
+        unit="tokens",
+        policies=("reconstruct", "marginal"),
+        pools=dict.fromkeys(KEYS, 1000),
+        replicates=20,
+    )
     table = make(tables[0], options).table
     macro = table[table["ability"] == "macro"].set_index("policy")
     assert (macro["tokens"] <= 6400).all() and (macro["tokens"] > 6400 * 0.95).all()
@@ -84,18 +116,33 @@ REFUSALS = [
     ("full", ["--budget", "640", "--rule", "study"], "use rule 'last'"),
     ("full", ["--budget", "640", "--floors", "ethics=2000"], "above its pool or cap"),
     ("full", ["--budget", "640", "--policy", "greedy"], "expected one of"),
-    ("full", ["--budget", "640", "--unit", "tokens", "--policy", "regression", "--model",
-              "lightgbm"], "lightgbm" if lightgbm_module() is None else "not supported"),
-]  # fmt: skip
+    (
+        "full",
+        ["--budget", "640", "--unit", "tokens", "--policy", "regression", "--model", "lightgbm"],
+        "lightgbm" if lightgbm_module() is None else "not supported",
+    ),
+]
 
 
 @pytest.mark.parametrize("which,args,says", REFUSALS, ids=[r[2] for r in REFUSALS])
-def test_refusals_are_one_line_exit_2_and_write_nothing(tables, tmp_path, capsys, which, args,
-                                                        says):  # fmt: skip
+def test_refusals_are_one_line_exit_2_and_write_nothing(
+    tables, tmp_path, capsys, which, args, says
+):
     out = tmp_path / "never"
     source = tables[0] if which == "full" else tables[1]
-    rc = main(["curriculum", str(source), "--out", str(out), "--pools", POOLS,
-               "--replicates", "20", *args])  # fmt: skip
+    rc = main(
+        [
+            "curriculum",
+            str(source),
+            "--out",
+            str(out),
+            "--pools",
+            POOLS,
+            "--replicates",
+            "20",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and says in err and len(err.splitlines()) == 1, err
     assert not out.exists()
@@ -108,16 +155,44 @@ def test_no_pools_is_a_refusal(tables, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_analysis_run_with_a_budget_has_the_curriculum_section(tmp_path):
-    curves = {"biology": Curve(a=-2.5, b_data=0.6), "code": Curve(a=-2.0, b_data=0.3),
-              "ethics": Curve(a=-1.0, b_data=0.0, b_size=0.0)}  # fmt: skip
-    table, _, _ = planted_study(curves, bases={"s": BASES["s"]}, ns=(4, 16, 64), n_items=100,
-                                epochs=(5.0,), per_item=False, rng=0)  # fmt: skip
+    curves = {
+        "biology": Curve(a=-2.5, b_data=0.6),
+        "code": Curve(a=-2.0, b_data=0.3),
+        "ethics": Curve(a=-1.0, b_data=0.0, b_size=0.0),
+    }
+    table, _, _ = planted_study(
+        curves,
+        bases={"s": BASES["s"]},
+        ns=(4, 16, 64),
+        n_items=100,
+        epochs=(5.0,),
+        per_item=False,
+        rng=0,
+    )
     table.to_csv(tmp_path / "three.csv", index=False)
     out, data = tmp_path / "analysis", tmp_path / "corpus"
     _write_corpus(data)  # pools come from --data: a corpus of 100 items per ability
-    assert main(["run", str(tmp_path / "three.csv"), "--out", str(out), "--replicates", "20",
-                 "--budget", "192", "--data", str(data), "--rule", "last", "--split",
-                 "valid"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                str(tmp_path / "three.csv"),
+                "--out",
+                str(out),
+                "--replicates",
+                "20",
+                "--budget",
+                "192",
+                "--data",
+                str(data),
+                "--rule",
+                "last",
+                "--split",
+                "valid",
+            ]
+        )
+        == 0
+    )
     text = (out / "report.md").read_text()
     assert "## Curriculum: 192 items for s" in text and (out / "figures/curriculum.png").is_file()
     assert "regression" not in text.split("## Curriculum")[1].split("###")[0]  # no mix cells

@@ -29,16 +29,31 @@ def study(tmp_path_factory):
     abilities over n = 1, 2, 3 on the base `tiny`."""
     tmp = tmp_path_factory.mktemp("validate")
     base = make_base(tmp / "base")
-    sft = {"config": str(MICRO), "overrides": {"num_train_epochs": 1, "min_steps": 0,
-                                               "logging_steps": 1, "disable_tqdm": True}}  # fmt: skip
-    raw = tiny_grid(base, FIXTURE, MICRO, sft=sft, eval_epochs="last",
-                    data={"per_ability": [1]})  # fmt: skip
+    sft = {
+        "config": str(MICRO),
+        "overrides": {
+            "num_train_epochs": 1,
+            "min_steps": 0,
+            "logging_steps": 1,
+            "disable_tqdm": True,
+        },
+    }
+    raw = tiny_grid(base, FIXTURE, MICRO, sft=sft, eval_epochs="last", data={"per_ability": [1]})
     folder = tmp / "study"
     write_plan(load_grid(write_grid(tmp / "grid.yaml", raw)), folder)
-    curves = {k: Curve(a=-1.5, b_data=0.8 if i % 2 else 0.1, b_size=0.0)
-              for i, k in enumerate(ab.ABILITY_KEYS)}  # fmt: skip
-    table, _, _ = planted_study(curves, bases={"tiny": 1000}, ns=(1, 2, 3), n_items=100,
-                                epochs=(5.0,), per_item=False, rng=0)  # fmt: skip
+    curves = {
+        k: Curve(a=-1.5, b_data=0.8 if i % 2 else 0.1, b_size=0.0)
+        for i, k in enumerate(ab.ABILITY_KEYS)
+    }
+    table, _, _ = planted_study(
+        curves,
+        bases={"tiny": 1000},
+        ns=(1, 2, 3),
+        n_items=100,
+        epochs=(5.0,),
+        per_item=False,
+        rng=0,
+    )
     for cell, rows in table.groupby("cell"):
         write_shard(folder, cell, rows.reset_index(drop=True))
     return folder
@@ -46,8 +61,10 @@ def study(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def result(study):
-    return make(study, Options(budget=BUDGET, policies=("reconstruct", "maximum", "marginal"),
-                               replicates=30))  # fmt: skip
+    return make(
+        study,
+        Options(budget=BUDGET, policies=("reconstruct", "maximum", "marginal"), replicates=30),
+    )
 
 
 def test_the_validation_grid_trains_the_equal_budget_policies_on_the_target(result, tmp_path):
@@ -77,8 +94,11 @@ def test_uniform_reuses_the_studys_own_cells_when_its_draw_is_the_same(study, tm
 
     folder = tmp_path / "study"
     shutil.copytree(study, folder)
-    (planned,) = [c.id for c in read_plan(folder).cells if c.kind == "sft"
-                  and c.n_per_ability == 1 and c.excluded_ability is None]  # fmt: skip
+    (planned,) = [
+        c.id
+        for c in read_plan(folder).cells
+        if c.kind == "sft" and c.n_per_ability == 1 and c.excluded_ability is None
+    ]
     rows = read_results(folder)
     rows = rows[rows["cell"] == "tiny-n1-s0"].assign(cell=planned).reset_index(drop=True)
     write_shard(folder, planned, rows)
@@ -105,14 +125,38 @@ def _planted_validation(folder, better: float):
                         continue
                     p = 0.5 + (better / 100 if policy == "marginal" and k == "biology" else 0)
                     correct = rng.random(100) < p
-                    rows.append(dict(cell=cell, base="tiny", arch="llama", params=1000,
-                                     construction="mix", mix=f"{policy}-{BUDGET}",
-                                     n_total=BUDGET, seed=seed, epoch=1.0, step=2, split=split,
-                                     ability=k, score=100 * correct.mean(), n_items=100,
-                                     chance=25.0))  # fmt: skip
-                    items += [dict(cell=cell, epoch=1.0, split=split, ability=k, type=k, idx=i,
-                                   answer_kind="mc", correct=bool(c))
-                              for i, c in enumerate(correct)]  # fmt: skip
+                    rows.append(
+                        dict(
+                            cell=cell,
+                            base="tiny",
+                            arch="llama",
+                            params=1000,
+                            construction="mix",
+                            mix=f"{policy}-{BUDGET}",
+                            n_total=BUDGET,
+                            seed=seed,
+                            epoch=1.0,
+                            step=2,
+                            split=split,
+                            ability=k,
+                            score=100 * correct.mean(),
+                            n_items=100,
+                            chance=25.0,
+                        )
+                    )
+                    items += [
+                        dict(
+                            cell=cell,
+                            epoch=1.0,
+                            split=split,
+                            ability=k,
+                            type=k,
+                            idx=i,
+                            answer_kind="mc",
+                            correct=bool(c),
+                        )
+                        for i, c in enumerate(correct)
+                    ]
             write_shard(folder, cell, frame(items, per_item=True), per_item=True)
             write_shard(folder, cell, frame(rows))
 
@@ -126,8 +170,9 @@ def test_the_comparison_is_paired_on_test_and_calibrated_on_valid(result, tmp_pa
     assert bio["method"] == "paired item bootstrap"
     assert ("marginal", "test", "ceval_physician") in diff.index  # the OOD sets too
     macro = diff.loc[("marginal", "test", "macro")]
-    assert macro["diff"] == pytest.approx(diff.loc[("marginal", "test", list(ab.ABILITY_KEYS)),
-                                                   "diff"].mean())  # fmt: skip
+    assert macro["diff"] == pytest.approx(
+        diff.loc[("marginal", "test", list(ab.ABILITY_KEYS)), "diff"].mean()
+    )
     cal = tables["calibration"]
     assert set(cal["policy"]) == {"uniform", "marginal"} and len(cal) == 20
     assert ((cal["measured"] - cal["predicted"]) == cal["error"]).all()
@@ -138,8 +183,24 @@ def test_the_comparison_is_paired_on_test_and_calibrated_on_valid(result, tmp_pa
 @pytest.mark.slow
 def test_validate_end_to_end_on_a_tiny_base(study, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["curriculum", str(study), "--budget", str(BUDGET), "--policy", "marginal",
-                 "--out", str(out), "--replicates", "20", "--validate"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "curriculum",
+                str(study),
+                "--budget",
+                str(BUDGET),
+                "--policy",
+                "marginal",
+                "--out",
+                str(out),
+                "--replicates",
+                "20",
+                "--validate",
+            ]
+        )
+        == 0
+    )
     diff = pd.read_csv(out / "validate" / "differences.csv")
     assert set(diff["policy"]) == {"marginal"}
     assert {"macro", "overall", "biology"} <= set(diff["ability"])

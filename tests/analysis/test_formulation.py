@@ -11,20 +11,34 @@ from doit.analysis.formulation import choose, comparison, describe
 
 def rows() -> pd.DataFrame:
     base = {"base": "s", "n_per_ability": 4, "epoch": 1.0, "split": "test"}
-    return pd.DataFrame([
-        {**base, "cell": "a", "ability": "biology", "formulation": "letter", "score": 25.0},
-        {**base, "cell": "a", "ability": "biology", "formulation": "text", "score": 40.0},
-        {**base, "cell": "a", "ability": "history", "formulation": "letter", "score": 50.0},
-        {**base, "cell": "a", "ability": "history", "formulation": "text", "score": 50.0},
-        {**base, "cell": "a", "ability": "code", "formulation": "letter", "score": None},
-        {**base, "cell": "a", "ability": "code", "formulation": "text", "score": 70.0},
-    ]).assign(cell_formulation="letter")  # fmt: skip
+    return pd.DataFrame(
+        [
+            {**base, "cell": "a", "ability": "biology", "formulation": "letter", "score": 25.0},
+            {**base, "cell": "a", "ability": "biology", "formulation": "text", "score": 40.0},
+            {**base, "cell": "a", "ability": "history", "formulation": "letter", "score": 50.0},
+            {**base, "cell": "a", "ability": "history", "formulation": "text", "score": 50.0},
+            {**base, "cell": "a", "ability": "code", "formulation": "letter", "score": None},
+            {**base, "cell": "a", "ability": "code", "formulation": "text", "score": 70.0},
+        ]
+    ).assign(cell_formulation="letter")
 
 
 def items() -> pd.DataFrame:
-    return pd.DataFrame([{"cell": "a", "epoch": 1.0, "split": "test", "ability": r.ability,
-                          "formulation": r.formulation, "type": r.ability, "idx": 0,
-                          "correct": True} for r in rows().itertuples()])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "cell": "a",
+                "epoch": 1.0,
+                "split": "test",
+                "ability": r.ability,
+                "formulation": r.formulation,
+                "type": r.ability,
+                "idx": 0,
+                "correct": True,
+            }
+            for r in rows().itertuples()
+        ]
+    )
 
 
 def test_max_takes_the_better_formulation_ties_the_cells_own_and_items_follow():

@@ -44,10 +44,20 @@ def ladder(tmp_path_factory) -> Path:
                 n, loss = fabricated_loss(arch, size, seed)
                 run = root / f"{arch}_{size}" / f"seed{seed}"
                 run.mkdir(parents=True)
-                end = {"kind": "end", "step": 272, "tokens": 1_114_112, "wall_s": 30.0,
-                       "arch": arch, "size": size, "seed": seed, "params_non_embedding": n,
-                       "params_total": n + 185_000, "valid_loss": loss,
-                       "unigram_entropy": 5.7, "unigram_valid_loss": 5.8}  # fmt: skip
+                end = {
+                    "kind": "end",
+                    "step": 272,
+                    "tokens": 1_114_112,
+                    "wall_s": 30.0,
+                    "arch": arch,
+                    "size": size,
+                    "seed": seed,
+                    "params_non_embedding": n,
+                    "params_total": n + 185_000,
+                    "valid_loss": loss,
+                    "unigram_entropy": 5.7,
+                    "unigram_valid_loss": 5.8,
+                }
                 start = {"kind": "start", "step": 0, "tokens": 0, "wall_s": 0.0}
                 (run / "metrics.jsonl").write_text(
                     json.dumps(start) + "\n" + json.dumps(end) + "\n"
@@ -167,10 +177,19 @@ def test_a_bad_runs_table_names_the_file_line_and_column(tmp_path):
 
 
 def test_ladder_checks_fail_when_close_to_unigram_or_flat():
-    df = pd.DataFrame({"arch": ["vanilla"] * 4, "size": ["xs", "xs", "s", "s"], "seed": [0, 1] * 2,
-                       "params_non_embedding": [1, 1, 2, 2], "params_total": [3, 3, 4, 4],
-                       "valid_loss": [5.0, 4.0, 4.6, 4.6], "tokens": 1, "wall_s": 1.0,
-                       "unigram_loss": 5.5})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "arch": ["vanilla"] * 4,
+            "size": ["xs", "xs", "s", "s"],
+            "seed": [0, 1] * 2,
+            "params_non_embedding": [1, 1, 2, 2],
+            "params_total": [3, 3, 4, 4],
+            "valid_loss": [5.0, 4.0, 4.6, 4.6],
+            "tokens": 1,
+            "wall_s": 1.0,
+            "unigram_loss": 5.5,
+        }
+    )
     text = lad.ladder_checks(df, lad.summarize(df))
     assert "FAIL: every run >= 1 nat below the unigram baseline" in text
     assert "the closest is vanilla xs seed 0 at 5.0000 (0.500 below)" in text

@@ -19,8 +19,18 @@ from doit.analysis.select import select_checkpoints
 from doit.grid.results import frame, read_results, write_shard
 
 REPO = Path(__file__).resolve().parents[2]
-ABILITIES = ("biology", "history", "chinese", "code", "creative_writing", "understanding",
-             "role_play", "reasoning", "math", "ethics")  # fmt: skip
+ABILITIES = (
+    "biology",
+    "history",
+    "chinese",
+    "code",
+    "creative_writing",
+    "understanding",
+    "role_play",
+    "reasoning",
+    "math",
+    "ethics",
+)
 CHANCE = {a: 0.25 for a in ABILITIES} | {"math": 0.0, "ethics": 0.2}
 
 
@@ -45,15 +55,38 @@ def write_study(study: Path, rng: np.random.Generator) -> None:
                 for ability in ABILITIES:
                     for split in ("valid", "test"):
                         hits = rng.random(100) < accuracy(ability, base, n)
-                        items += [{"cell": cell, "epoch": 5.0, "split": split, "ability": ability,
-                                   "type": ability, "idx": i, "answer_kind": "mc",
-                                   "correct": bool(h)} for i, h in enumerate(hits)]  # fmt: skip
-                        rows.append({"cell": cell, "base": base, "arch": "vanilla", "params": 1,
-                                     "construction": "base" if n == 0 else "curated",
-                                     "n_per_ability": n, "n_total": 10 * n, "seed": seed,
-                                     "epoch": 5.0, "step": n, "split": split, "ability": ability,
-                                     "score": 100 * hits.mean(), "n_items": 100,
-                                     "chance": 100 * CHANCE[ability]})  # fmt: skip
+                        items += [
+                            {
+                                "cell": cell,
+                                "epoch": 5.0,
+                                "split": split,
+                                "ability": ability,
+                                "type": ability,
+                                "idx": i,
+                                "answer_kind": "mc",
+                                "correct": bool(h),
+                            }
+                            for i, h in enumerate(hits)
+                        ]
+                        rows.append(
+                            {
+                                "cell": cell,
+                                "base": base,
+                                "arch": "vanilla",
+                                "params": 1,
+                                "construction": "base" if n == 0 else "curated",
+                                "n_per_ability": n,
+                                "n_total": 10 * n,
+                                "seed": seed,
+                                "epoch": 5.0,
+                                "step": n,
+                                "split": split,
+                                "ability": ability,
+                                "score": 100 * hits.mean(),
+                                "n_items": 100,
+                                "chance": 100 * CHANCE[ability],
+                            }
+                        )
                 write_shard(study, cell, frame(items, per_item=True), per_item=True)
                 write_shard(study, cell, frame(rows))
 
@@ -62,9 +95,14 @@ def write_study(study: Path, rng: np.random.Generator) -> None:
 def study(tmp_path_factory):
     root = tmp_path_factory.mktemp("micro_study")
     write_study(root / "study", np.random.default_rng(0))
-    truth = {a: {"chance": CHANCE[a], "learnable": a not in ("role_play", "ethics"),
-                 "expected_plateau": {"role_play": 0.5, "ethics": 0.25}.get(a)}
-             for a in ABILITIES}  # fmt: skip
+    truth = {
+        a: {
+            "chance": CHANCE[a],
+            "learnable": a not in ("role_play", "ethics"),
+            "expected_plateau": {"role_play": 0.5, "ethics": 0.25}.get(a),
+        }
+        for a in ABILITIES
+    }
     (root / "data").mkdir()
     (root / "data" / "ground_truth.json").write_text(json.dumps({"abilities": truth}))
     return root
@@ -90,8 +128,9 @@ def test_scores_pool_valid_and_test_as_distinct_items_and_pool_the_seeds(study, 
     assert len(mine) == 400 and score == pytest.approx(100 * mine.correct.mean())
     assert lo < score < hi and hi - lo < 12  # 400 answers: a CI of a few points
     # the library's default scores the test split alone
-    test_only = bootstrap_counts(select_checkpoints(read_results(study / "study"), "last"), items,
-                                 replicates=50)  # fmt: skip
+    test_only = bootstrap_counts(
+        select_checkpoints(read_results(study / "study"), "last"), items, replicates=50
+    )
     assert (test_only.points["m"] == 200).all()
 
 
@@ -105,12 +144,37 @@ def test_differences_are_paired_over_both_splits():
         b = a.copy()
         b[np.flatnonzero(~a)[:10]] = True
         for cell, hits, n in (("a", a, 4), ("b", b, 16)):
-            items += [{"cell": cell, "epoch": 5.0, "split": split, "ability": "biology",
-                       "type": "biology", "idx": i, "correct": bool(h)} for i, h in enumerate(hits)]  # fmt: skip
-            rows.append({"cell": cell, "base": "s", "arch": "vanilla", "params": 1,
-                         "construction": "curated", "n_per_ability": n, "n_total": n, "seed": 0,
-                         "epoch": 5.0, "step": 1, "split": split, "ability": "biology",
-                         "score": 100 * hits.mean(), "n_items": 100, "chance": 25.0})  # fmt: skip
+            items += [
+                {
+                    "cell": cell,
+                    "epoch": 5.0,
+                    "split": split,
+                    "ability": "biology",
+                    "type": "biology",
+                    "idx": i,
+                    "correct": bool(h),
+                }
+                for i, h in enumerate(hits)
+            ]
+            rows.append(
+                {
+                    "cell": cell,
+                    "base": "s",
+                    "arch": "vanilla",
+                    "params": 1,
+                    "construction": "curated",
+                    "n_per_ability": n,
+                    "n_total": n,
+                    "seed": 0,
+                    "epoch": 5.0,
+                    "step": 1,
+                    "split": split,
+                    "ability": "biology",
+                    "score": 100 * hits.mean(),
+                    "n_items": 100,
+                    "chance": 25.0,
+                }
+            )
     selected = select_checkpoints(frame(rows), "last", splits=targets.SPLITS)
     counts = bootstrap_counts(selected, frame(items, per_item=True), 500, splits=targets.SPLITS)
     d, lo, hi = targets.diff(counts, "biology", ("s", 16), ("s", 4))
@@ -121,8 +185,10 @@ def test_differences_are_paired_over_both_splits():
 
 
 def test_the_checks_find_what_was_planted(study, counts):
-    checks = {name.split(":")[0]: ok for name, ok, _ in
-              targets.check_targets(counts, truth(study), "small", "big", 4, 256)}  # fmt: skip
+    checks = {
+        name.split(":")[0]: ok
+        for name, ok, _ in targets.check_targets(counts, truth(study), "small", "big", 4, 256)
+    }
     assert checks["size responds"] is True  # 10 points planted on 400 paired answers
     assert checks["data responds"] is True  # +0.3 from n = 4 to n = 256
     assert checks["plateau"] is True  # the last plateau check: creative_writing 64 vs 256 (+2)
@@ -134,10 +200,27 @@ def test_the_checks_find_what_was_planted(study, counts):
 def test_the_rerun_script_writes_the_table_and_the_checks(study):
     out = study / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, str(REPO / "studies" / "micro_study" / "targets.py"),
-                           str(study / "study"), "--data", str(study / "data"), "--small", "small",
-                           "--large", "big", "--replicates", "100", "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "studies" / "micro_study" / "targets.py"),
+            str(study / "study"),
+            "--data",
+            str(study / "data"),
+            "--small",
+            "small",
+            "--large",
+            "big",
+            "--replicates",
+            "100",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     report = (out / "targets.md").read_text()
     assert report == proc.stdout and "| biology | 25.0 |" in report
@@ -148,8 +231,10 @@ def test_the_rerun_script_writes_the_table_and_the_checks(study):
 def test_the_text_targets_check_issue_21s_numbers(study, counts):
     """#21's set: the seven learnable abilities but math, math's own small gain, and ethics
     judged against the text formulation's plateau (here 0.25: planted 0.2, within 10)."""
-    world = {a: {**t, "expected_plateau_text": 0.25 if a == "ethics" else None}
-             for a, t in truth(study).items()}  # fmt: skip
+    world = {
+        a: {**t, "expected_plateau_text": 0.25 if a == "ethics" else None}
+        for a, t in truth(study).items()
+    }
     checks = targets.check_targets(counts, world, "small", "big", 4, 256, "text")
     by_name = {name: (ok, detail) for name, ok, detail in checks}
     learnable = next(v for k, v in by_name.items() if k.startswith("learnable"))
@@ -159,6 +244,7 @@ def test_the_text_targets_check_issue_21s_numbers(study, counts):
     ethics = next(k for k in by_name if k.startswith("plateau: ethics"))
     assert by_name[ethics][0] is True
     world["ethics"]["expected_plateau_text"] = 0.5  # 30 points above what ethics scores
-    again = {n: ok for n, ok, _ in targets.check_targets(counts, world, "small", "big", 4, 256,
-                                                          "text")}  # fmt: skip
+    again = {
+        n: ok for n, ok, _ in targets.check_targets(counts, world, "small", "big", 4, 256, "text")
+    }
     assert again[ethics] is False

@@ -41,10 +41,22 @@ def test_run_writes_every_output_and_a_self_contained_report(folder, tmp_path, c
         df = pd.read_csv(out / f"{name}.csv")
         assert len(df) and (df["rule"] == "study").all(), name
     sens = pd.read_csv(out / "sensitivity.csv")
-    assert list(sens.columns[:14]) == ["ability", "data_sensitivity", "data_sensitivity_lo",
-        "data_sensitivity_hi", "size_sensitivity", "size_sensitivity_lo", "size_sensitivity_hi",
-        "saturation_n", "saturation_n_lo", "saturation_n_hi", "saturation_share", "mde_data",
-        "mde_size", "group"]  # fmt: skip
+    assert list(sens.columns[:14]) == [
+        "ability",
+        "data_sensitivity",
+        "data_sensitivity_lo",
+        "data_sensitivity_hi",
+        "size_sensitivity",
+        "size_sensitivity_lo",
+        "size_sensitivity_hi",
+        "saturation_n",
+        "saturation_n_lo",
+        "saturation_n_hi",
+        "saturation_share",
+        "mde_data",
+        "mde_size",
+        "group",
+    ]
     for name in plots.FIGURES:
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
         assert (out / "figures" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
@@ -76,8 +88,12 @@ def test_every_figure_panel_shows_at_least_two_distinct_non_chance_values(folder
         panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
         assert panels, name
         for ax in panels:
-            chance = {round(float(y), 6) for ln in ax.get_lines() if ln.get_gid() == "chance"
-                      for y in ln.get_ydata()}  # fmt: skip
+            chance = {
+                round(float(y), 6)
+                for ln in ax.get_lines()
+                if ln.get_gid() == "chance"
+                for y in ln.get_ydata()
+            }
             assert len(values(ax) - chance) >= 2, (name, ax.get_title())
 
 

@@ -11,9 +11,21 @@ def rows(cell, valid_by_epoch, construction="curated", n=16):
     out = []
     for epoch, scores in valid_by_epoch.items():
         for ability, v in zip(("biology", "code"), scores):
-            common = dict(cell=cell, base="s", arch="llama", params=10**7, construction=construction,
-                          n_per_ability=n, n_total=10 * n, seed=0, epoch=epoch, step=int(epoch),
-                          ability=ability, n_items=10, chance=25.0)  # fmt: skip
+            common = dict(
+                cell=cell,
+                base="s",
+                arch="llama",
+                params=10**7,
+                construction=construction,
+                n_per_ability=n,
+                n_total=10 * n,
+                seed=0,
+                epoch=epoch,
+                step=int(epoch),
+                ability=ability,
+                n_items=10,
+                chance=25.0,
+            )
             out.append({**common, "split": "valid", "score": v})
             out.append({**common, "split": "test", "score": 100 * epoch / 20})
     return out

@@ -51,8 +51,11 @@ def test_prediction_intervals_cover_held_out_cells_85_to_99_percent():
 
 
 def test_transference_recovers_its_planted_share_and_is_empty_without_gain():
-    curves = {"biology": Curve(transference=0.2), "code": Curve(transference=0.8),
-              "ethics": Curve(a=-8, b_data=0.0, b_size=0.0)}  # fmt: skip
+    curves = {
+        "biology": Curve(transference=0.2),
+        "code": Curve(transference=0.8),
+        "ethics": Curve(a=-8, b_data=0.0, b_size=0.0),
+    }
     table, items, _ = planted_study(curves, n_items=400, loo_ns=(64, 256), rng=0, epochs=(10.0,))
     t = transference(bootstrap_counts(select_checkpoints(table), items, 300)).set_index("ability")
     assert set(t["transference_method"]) == {LOO}

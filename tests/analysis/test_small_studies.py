@@ -18,16 +18,26 @@ N_ABILITIES = 4  # few panels keep the figures (most of the time) fast
 def curves() -> dict:
     """An ordinary ability, math (chance 0, every score exactly 0), role_play (every score
     exactly 100) and a C-Eval set."""
-    return {"biology": Curve(), "math": Curve(chance=0.0, a=-14), "role_play": Curve(a=14),
-            "ceval_physician": Curve(b_data=0.0, b_size=0.0)}  # fmt: skip
+    return {
+        "biology": Curve(),
+        "math": Curve(chance=0.0, a=-14),
+        "role_play": Curve(a=14),
+        "ceval_physician": Curve(b_data=0.0, b_size=0.0),
+    }
 
 
 @pytest.fixture(scope="module")
 def demo():
     """The `make demo` shape: 2 bases x (n = 0, 4, 64), 1 seed, one epoch (3, < 5: fallback)."""
     with np.errstate(invalid="ignore"):
-        table, items, _ = planted_study(curves(), bases={"s": BASES["s"], "l": BASES["l"]},
-                                        ns=(4, 64), n_items=40, epochs=(3.0,), rng=1)  # fmt: skip
+        table, items, _ = planted_study(
+            curves(),
+            bases={"s": BASES["s"], "l": BASES["l"]},
+            ns=(4, 64),
+            n_items=40,
+            epochs=(3.0,),
+            rng=1,
+        )
     return table, items
 
 
@@ -82,8 +92,12 @@ def test_demo_shaped_study_fits_two_point_series_and_draws_the_n0_cells(demo, tm
         for ax in panels:
             if ax.get_title() in ("math", "role_play"):
                 continue
-            chance = {round(float(y), 6) for ln in ax.get_lines() if ln.get_gid() == "chance"
-                      for y in ln.get_ydata()}  # fmt: skip
+            chance = {
+                round(float(y), 6)
+                for ln in ax.get_lines()
+                if ln.get_gid() == "chance"
+                for y in ln.get_ydata()
+            }
             assert len(values(ax) - chance) >= 3, (name, ax.get_title())  # n = 0, 4, 64
         plots.plt.close(fig)
 
@@ -132,8 +146,9 @@ def test_only_untuned_base_cells(demo, tmp_path, capsys):
 
 def test_one_base_three_n_predicts_the_largest_n(tmp_path, capsys):
     with np.errstate(invalid="ignore"):
-        table, items, _ = planted_study(curves(), bases={"s": BASES["s"]}, ns=(4, 16, 64),
-                                        n_items=40, epochs=(3.0,), rng=2)  # fmt: skip
+        table, items, _ = planted_study(
+            curves(), bases={"s": BASES["s"]}, ns=(4, 16, 64), n_items=40, epochs=(3.0,), rng=2
+        )
     root = shard(tmp_path / "study", table, items)
     out, _ = run_all(root, tmp_path, capsys)
     pred = pd.read_csv(out / "predictions.csv")
@@ -144,11 +159,24 @@ def test_one_base_three_n_predicts_the_largest_n(tmp_path, capsys):
 def test_fits_never_take_the_log_of_n0():
     """The untuned base cells (n = 0) stay out of every fit: no series has an x of 0."""
     with np.errstate(invalid="ignore"):
-        table, items, _ = planted_study({"math": Curve(chance=0.0)}, bases={"s": BASES["s"]},
-                                        ns=(4, 64), n_items=20, epochs=(3.0,))  # fmt: skip
+        table, items, _ = planted_study(
+            {"math": Curve(chance=0.0)},
+            bases={"s": BASES["s"]},
+            ns=(4, 64),
+            n_items=20,
+            epochs=(3.0,),
+        )
     a = Analysis.__new__(Analysis)
-    a.__dict__.update(source="x", rule="study", replicates=20, delta=2.0, seed=0, notes=[],
-                      table=table, items=items)  # fmt: skip
+    a.__dict__.update(
+        source="x",
+        rule="study",
+        replicates=20,
+        delta=2.0,
+        seed=0,
+        notes=[],
+        table=table,
+        items=items,
+    )
     with np.errstate(divide="raise", invalid="raise"):
         fits = list(a.grid.data.values())
     assert fits and all((f.x > 0).all() for f in fits)

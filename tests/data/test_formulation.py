@@ -36,9 +36,11 @@ def check_agreement(letter: dict) -> dict:
         assert text["messages"][-2]["content"] == without_options(question)
         assert text["chance"] == pytest.approx(letter["chance"])
         for user, reply, was_user, was_reply in zip(  # few-shot examples: the same, as text
-            text["messages"][:-2:2], text["messages"][1:-2:2],
-            letter["messages"][:-2:2], letter["messages"][1:-2:2],
-        ):  # fmt: skip
+            text["messages"][:-2:2],
+            text["messages"][1:-2:2],
+            letter["messages"][:-2:2],
+            letter["messages"][1:-2:2],
+        ):
             if was_reply["content"].strip() in option_texts(was_user["content"]):
                 assert reply["content"] == option_texts(was_user["content"])[was_reply["content"]]
                 assert user["content"] == without_options(was_user["content"])
@@ -72,13 +74,26 @@ def test_the_question_loses_its_option_lines_and_keeps_the_rest():
 
 def _mc(question: str, gold: str, options: str = "ABCD", **kw) -> dict:
     messages = [{"role": "user", "content": question}, {"role": "assistant", "content": gold}]
-    return {"answer_kind": ab.MC, "messages": messages, "gold": gold, "options": list(options),
-            "uid": "0" * 16, "source": "f.json", "line": 7, "choices": [], **kw}  # fmt: skip
+    return {
+        "answer_kind": ab.MC,
+        "messages": messages,
+        "gold": gold,
+        "options": list(options),
+        "uid": "0" * 16,
+        "source": "f.json",
+        "line": 7,
+        "choices": [],
+        **kw,
+    }
 
 
 def test_a_few_shot_record_renders_its_examples_as_text_too():
-    shots = [{"role": "user", "content": "一？\nA.甲\nB.乙"}, {"role": "assistant", "content": "B"},
-             {"role": "user", "content": "二？\nA.丙\nB.丁"}, {"role": "assistant", "content": "A"}]  # fmt: skip
+    shots = [
+        {"role": "user", "content": "一？\nA.甲\nB.乙"},
+        {"role": "assistant", "content": "B"},
+        {"role": "user", "content": "二？\nA.丙\nB.丁"},
+        {"role": "assistant", "content": "A"},
+    ]
     item = _mc("三？\nA.戊\nB.己", "B", "AB")
     item["messages"] = shots + item["messages"]
     text = ab.formulate(item, ab.TEXT)

@@ -43,8 +43,14 @@ def test_the_cli_commands_write_what_evaluate_writes(oracle_loads, tmp_path):
     argv = ["predict", "--model", "m", *flags, "--ood", "--chat-format", "doit"]
     assert main([*argv, "--max-new-tokens", "math=64", "--out", str(pred)]) == 0
     assert main(["score", str(pred), *flags, "--out", str(out)]) == 0
-    whole = evaluate(Model("m", chat_format="doit"), FIXTURE, "test", {"math": 64},
-                     predictions=tmp_path / "e.pred.jsonl", scores=tmp_path / "e.scores.json")  # fmt: skip
+    whole = evaluate(
+        Model("m", chat_format="doit"),
+        FIXTURE,
+        "test",
+        {"math": 64},
+        predictions=tmp_path / "e.pred.jsonl",
+        scores=tmp_path / "e.scores.json",
+    )
     assert pred.read_bytes() == (tmp_path / "e.pred.jsonl").read_bytes()
     assert (tmp_path / "cli.pred.rules.json").read_bytes() == (
         tmp_path / "e.pred.rules.json"
@@ -59,11 +65,14 @@ def test_evaluate_needs_somewhere_to_write(tmp_path):
 
 
 def test_items_without_output_are_counted_per_ability(tmp_path):
-    pred = write_jsonl(tmp_path / "p.jsonl", [
-        {"type": "ceval_x_fshot", "idx": 0, "prediction": "", "error": "prompt of 265 tokens"},
-        {"type": "ceval_x_fshot", "idx": 1, "prediction": "A"},
-        {"type": "math", "idx": 0, "prediction": "", "error": "prompt of 300 tokens"},
-    ])  # fmt: skip
+    pred = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"type": "ceval_x_fshot", "idx": 0, "prediction": "", "error": "prompt of 265 tokens"},
+            {"type": "ceval_x_fshot", "idx": 1, "prediction": "A"},
+            {"type": "math", "idx": 0, "prediction": "", "error": "prompt of 300 tokens"},
+        ],
+    )
     rows = [{"type": "ceval_x_fshot", "idx": i, "ability": "ceval_x"} for i in (0, 1)]
     rows.append({"type": "math", "idx": 0, "ability": "math"})
     assert no_output(pred, rows) == {"ceval_x": 1, "math": 1}

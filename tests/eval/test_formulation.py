@@ -38,15 +38,20 @@ def items():
     """Two items of each of the text formulation's kinds (a C-Eval few-shot record among them)."""
     text = load_split_items(FIXTURE, "test", formulation=ab.TEXT)
     few_shot = [it for it in text if len(it["messages"]) > 2][:1]
-    return few_shot + [it for kind in TEXT_KINDS
-                       for it in [x for x in text if x["answer_kind"] == kind][:2]]  # fmt: skip
+    return few_shot + [
+        it for kind in TEXT_KINDS for it in [x for x in text if x["answer_kind"] == kind][:2]
+    ]
 
 
 def span(tok, messages: list[dict], text: str) -> tuple[list[int], list[int]]:
     """(prompt ids, the assistant turn's ids: ``text`` and its end of turn) as rendered."""
     prompt = encode(tok, prompt_text(tok, {"messages": messages}))
-    full = encode(tok, tok.apply_chat_template(
-        messages[:-1] + [{"role": "assistant", "content": text}], tokenize=False))  # fmt: skip
+    full = encode(
+        tok,
+        tok.apply_chat_template(
+            messages[:-1] + [{"role": "assistant", "content": text}], tokenize=False
+        ),
+    )
     assert full[: len(prompt)] == prompt
     return prompt, full[len(prompt) :]
 
@@ -61,8 +66,10 @@ def test_each_normalisation_ranks_as_hand_computed_log_likelihoods(tok, model, i
             prompt, cont = span(tok, it["messages"], text)
             empty, same = span(tok, EMPTY_QUESTION["messages"], text)
             assert same == cont  # the unconditional span is the very same tokens
-            lp, uncond = continuation_logprob(model, prompt, cont), continuation_logprob(
-                model, empty, cont)  # fmt: skip
+            lp, uncond = (
+                continuation_logprob(model, prompt, cont),
+                continuation_logprob(model, empty, cont),
+            )
             assert pred["choice_logprob"][i] == pytest.approx(lp, abs=1e-4)
             assert pred["choice_uncond"][i] == pytest.approx(uncond, abs=1e-4)
             assert (pred["choice_tokens"][i], pred["choice_chars"][i]) == (len(cont), len(text))
@@ -103,8 +110,10 @@ def test_ranking_never_cuts_a_prompt_and_counts_what_does_not_fit(tok, model, it
 def test_a_prediction_in_another_formulation_is_an_error_naming_its_line():
     letter = load_items(FIXTURE, "test")
     text = [ab.formulate(it, ab.TEXT) for it in letter]
-    preds = [{"type": it["type"], "idx": it["idx"], "answer_kind": it["answer_kind"],
-              "prediction": ""} for it in letter]  # fmt: skip
+    preds = [
+        {"type": it["type"], "idx": it["idx"], "answer_kind": it["answer_kind"], "prediction": ""}
+        for it in letter
+    ]
     with pytest.raises(
         ValueError, match=r"p.jsonl:\d+: answer_kind: 'mc', but the item is 'mc_text'"
     ):
@@ -118,8 +127,23 @@ def test_predict_records_the_formulation_and_score_reads_it_back(tmp_path):
     base = make_base(tmp_path / "base")
     out = tmp_path / "pred.jsonl"
     common = ["--data", str(FIXTURE), "--split", "test", "--abilities", "biology,history,ethics"]
-    assert main(["predict", "--model", str(base), "--chat-format", "doit", *common,
-                 "--formulation", "text", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "predict",
+                "--model",
+                str(base),
+                "--chat-format",
+                "doit",
+                *common,
+                "--formulation",
+                "text",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rules = json.loads(out.with_name("pred.rules.json").read_text())
     assert rules["formulation"] == "text" and rules["n_items"]["mc_text"] > 0
     assert rules["norm"] == kinds.DEFAULT_NORM  # the choice travels with the predictions
@@ -127,8 +151,23 @@ def test_predict_records_the_formulation_and_score_reads_it_back(tmp_path):
     assert {x["answer_kind"] for x in lines} == {"mc_text", "tf_text", "multiselect_text"}
     for norm in kinds.NORMS:
         scores = tmp_path / f"{norm}.json"
-        assert main(["score", str(out), "--data", str(FIXTURE), "--split", "test",
-                     "--norm", norm, "--out", str(scores)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "score",
+                    str(out),
+                    "--data",
+                    str(FIXTURE),
+                    "--split",
+                    "test",
+                    "--norm",
+                    norm,
+                    "--out",
+                    str(scores),
+                ]
+            )
+            == 0
+        )
         result = json.loads(scores.read_text())
         assert (
             result["rules"]["norm"] == norm and result["rules"]["predict"]["formulation"] == "text"

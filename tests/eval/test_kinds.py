@@ -45,9 +45,15 @@ def option_texts_kind(monkeypatch):
         texts = option_texts(item["messages"][-2]["content"])
         return [texts[item["gold"]], *(t for x, t in texts.items() if x != item["gold"])]
 
-    record = ab.AnswerKind(name, "the gold option's text", False, None,
-                           lambda it: 1 / len(it["options"]), ranked,
-                           ab.kind(ab.MC).alternatives)  # fmt: skip
+    record = ab.AnswerKind(
+        name,
+        "the gold option's text",
+        False,
+        None,
+        lambda it: 1 / len(it["options"]),
+        ranked,
+        ab.kind(ab.MC).alternatives,
+    )
     monkeypatch.setitem(ab._KIND_BY_NAME, name, record)
     monkeypatch.setitem(kinds.KIND_EVAL, name, kinds.behaviour(ab.OPEN))
     return name

@@ -39,11 +39,28 @@ def micro_base(micro_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("micro_base")
     lines = (micro_dir / "pretrain" / "train.txt").read_text(encoding="utf-8").splitlines()
     (out / "docs.txt").write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
-    argv = ["--config", str(REPO / "recipes/configs/pretrain/xs.yaml"),
-            "--output_dir", str(out / "base"), "--micro_dir", str(micro_dir),
-            "--train_file", str(out / "docs.txt"), "--valid_file", str(out / "docs.txt"),
-            "--max_steps", "2", "--hidden_size", "32", "--intermediate_size", "64",
-            "--eval_steps", "2", "--logging_steps", "1"]  # fmt: skip
+    argv = [
+        "--config",
+        str(REPO / "recipes/configs/pretrain/xs.yaml"),
+        "--output_dir",
+        str(out / "base"),
+        "--micro_dir",
+        str(micro_dir),
+        "--train_file",
+        str(out / "docs.txt"),
+        "--valid_file",
+        str(out / "docs.txt"),
+        "--max_steps",
+        "2",
+        "--hidden_size",
+        "32",
+        "--intermediate_size",
+        "64",
+        "--eval_steps",
+        "2",
+        "--logging_steps",
+        "1",
+    ]
     _pretrain(argv)
     return out / "base"
 
@@ -53,9 +70,23 @@ def test_predict_on_a_fresh_micro_base_keeps_every_prompt_whole(micro_base, micr
     base_tok = AutoTokenizer.from_pretrained(micro_base)
     assert not base_tok.chat_template
     out = tmp_path / "pred.jsonl"
-    argv = ["predict", "--model", str(micro_base), "--data", str(micro_dir), "--split", "test",
-            "--abilities", "math", "--chat-format", "doit", "--batch-size", "50",
-            "--out", str(out)]  # fmt: skip
+    argv = [
+        "predict",
+        "--model",
+        str(micro_base),
+        "--data",
+        str(micro_dir),
+        "--split",
+        "test",
+        "--abilities",
+        "math",
+        "--chat-format",
+        "doit",
+        "--batch-size",
+        "50",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     preds = {(p["type"], p["idx"]): p for p in map(json.loads, out.read_text().splitlines())}
     rules = json.loads((tmp_path / "pred.rules.json").read_text())

@@ -33,9 +33,17 @@ def grid_dict(base: Path, **keys) -> dict:
 def grid_cli(*args: str, env: dict | None = None, check: bool = True, timeout: int = 600):
     """``python -m doit.grid ...`` in a subprocess, one thread, the test's cache."""
     full = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "doit.grid", *args], cwd=REPO, env=full,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "doit.grid", *args],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"doit.grid {' '.join(args)}: exit {proc.returncode}\n"
-                             f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")  # fmt: skip
+        raise AssertionError(
+            f"doit.grid {' '.join(args)}: exit {proc.returncode}\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
     return proc

@@ -17,8 +17,11 @@ KEY = ["cell", "epoch", "split", "ability"]
 
 @pytest.mark.slow
 def test_a_letter_cell_scored_in_letter_and_text_reports_both_and_the_max(tmp_path, tiny_base):
-    keys = {"data": {"per_ability": [1]}, "eval_epochs": "last",
-            "eval_formulations": ["letter", "text"]}  # fmt: skip
+    keys = {
+        "data": {"per_ability": [1]},
+        "eval_epochs": "last",
+        "eval_formulations": ["letter", "text"],
+    }
     study = tmp_path / "study"
     write_plan(load_grid(write_grid(tmp_path / "g.yaml", grid_dict(tiny_base, **keys))), study)
     assert set(run_study(study).values()) == {"done"}
@@ -35,14 +38,19 @@ def test_a_letter_cell_scored_in_letter_and_text_reports_both_and_the_max(tmp_pa
     best = rows.groupby(KEY)["score"].max()
     chosen = a.table.set_index(KEY)
     assert len(chosen) == len(best) and (chosen["score"] == best.loc[chosen.index]).all()
-    mine = a.items.merge(a.table[[*KEY, "formulation"]], on=[*KEY, "formulation"], how="left",
-                         indicator=True)  # fmt: skip
+    mine = a.items.merge(
+        a.table[[*KEY, "formulation"]], on=[*KEY, "formulation"], how="left", indicator=True
+    )
     assert (mine["_merge"] == "both").all()  # the chosen rows' items, no other formulation's
     table = a.formulations
     assert {"letter", "text", "max"} <= set(table.columns) and len(table)
     assert (table["max"] >= table[["letter", "text"]].max(axis=1) - 1e-9).all()
-    assert Analysis(str(study), replicates=20, formulation="text").table["formulation"].eq(
-        "text").all()  # fmt: skip
+    assert (
+        Analysis(str(study), replicates=20, formulation="text")
+        .table["formulation"]
+        .eq("text")
+        .all()
+    )
 
     # the text scorings judged again under each normalisation, from the stored predictions
     from doit.analysis.formulation import compare_norms, rescored

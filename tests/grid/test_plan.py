@@ -29,8 +29,9 @@ def ids(cells) -> dict[str, str]:
 
 
 def test_expansion_covers_bases_data_and_seeds(tmp_path, tiny_base):
-    cells = plan(tmp_path, tiny_base, seed=[0, 1],
-                 data={"per_ability": [1, 4], "loo": {"values": [4]}})  # fmt: skip
+    cells = plan(
+        tmp_path, tiny_base, seed=[0, 1], data={"per_ability": [1, 4], "loo": {"values": [4]}}
+    )
     labels = sorted(ids(cells))
     assert len(cells) == 2 * (1 + 2 + 10)  # seeds x (n = 0, two n, ten leave-one-out cells)
     assert "tiny-n0000-s1" in labels and "tiny-n0004-no_ethics-s0" in labels
@@ -48,18 +49,33 @@ def test_ids_are_stable_and_ignore_execution_details(tmp_path, tiny_base):
     moved = tmp_path / "elsewhere"
     shutil.copytree(tiny_base, moved)
     bases = [{"name": "tiny", "arch": "llama", "params": 1000, "path": str(moved)}]
-    same = plan(tmp_path, tiny_base, launcher="python", bases=bases,
-                sft={**grid_dict(tiny_base)["sft"], "overrides": {
-                    **grid_dict(tiny_base)["sft"]["overrides"], "logging_steps": 5,
-                    "dataloader_num_workers": 2}})  # fmt: skip
+    same = plan(
+        tmp_path,
+        tiny_base,
+        launcher="python",
+        bases=bases,
+        sft={
+            **grid_dict(tiny_base)["sft"],
+            "overrides": {
+                **grid_dict(tiny_base)["sft"]["overrides"],
+                "logging_steps": 5,
+                "dataloader_num_workers": 2,
+            },
+        },
+    )
     assert ids(same) == first
     lr = grid_dict(tiny_base)["sft"]
     lr["overrides"] = {**lr["overrides"], "learning_rate": 3e-4}
     changed = ids(plan(tmp_path, tiny_base, sft=lr))
     assert changed["tiny-n0000-s0"] == first["tiny-n0000-s0"]  # the untuned base is not trained
     assert changed["tiny-n0001-s0"] != first["tiny-n0001-s0"]
-    budgets = ids(plan(tmp_path, tiny_base, max_new_tokens={**grid_dict(tiny_base)[
-        "max_new_tokens"], "math": 64}))  # fmt: skip
+    budgets = ids(
+        plan(
+            tmp_path,
+            tiny_base,
+            max_new_tokens={**grid_dict(tiny_base)["max_new_tokens"], "math": 64},
+        )
+    )
     assert budgets["tiny-n0000-s0"] != first["tiny-n0000-s0"]  # evaluation settings count
 
 
@@ -72,9 +88,14 @@ def test_a_missing_base_without_pretrain_names_the_path_and_the_way_to_build_it(
 
 
 def test_a_missing_base_with_pretrain_becomes_a_cell_the_others_wait_for(tmp_path):
-    bases = [{"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
-              "pretrain": {"config": "recipes/configs/pretrain/xs.yaml",
-                           "overrides": {"seed": 1}}}]  # fmt: skip
+    bases = [
+        {
+            "name": "xs",
+            "arch": "vanilla",
+            "path": str(tmp_path / "xs"),
+            "pretrain": {"config": "recipes/configs/pretrain/xs.yaml", "overrides": {"seed": 1}},
+        }
+    ]
     cells = plan(tmp_path, tmp_path, bases=bases)
     assert cells[0].kind == "pretrain" and cells[0].overrides == {"seed": 1}
     assert all(c.needs == cells[0].id for c in cells[1:])
@@ -84,8 +105,14 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
     from doit.grid.plan import write_plan
     from doit.grid.runner import todo
 
-    bases = [{"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
-              "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"}}]  # fmt: skip
+    bases = [
+        {
+            "name": "xs",
+            "arch": "vanilla",
+            "path": str(tmp_path / "xs"),
+            "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"},
+        }
+    ]
     grid = load_grid(write_grid(tmp_path / "grid.yaml", grid_dict(tmp_path, bases=bases)))
     cells, _ = write_plan(grid, tmp_path / "study")
     pretraining, rest = todo(tmp_path / "study", "*-n0001-*")
@@ -138,8 +165,13 @@ def test_a_study_refuses_another_grid_unless_replanned(tmp_path, tiny_base):
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SHIPPED_GRIDS = sorted(p.relative_to(REPO).as_posix() for p in [
-    *(REPO / "recipes" / "grids").glob("*.yaml"), REPO / "studies/micro_study/grid_practice.yaml"])  # fmt: skip
+SHIPPED_GRIDS = sorted(
+    p.relative_to(REPO).as_posix()
+    for p in [
+        *(REPO / "recipes" / "grids").glob("*.yaml"),
+        REPO / "studies/micro_study/grid_practice.yaml",
+    ]
+)
 
 
 # The micro grids' sft overrides when their letter ids were recorded, before they moved to the
@@ -159,8 +191,13 @@ def shipped_cells(tmp_path, path, overrides=None):
     """The cells of a shipped grid, as planned in a checkout with no base built yet (paths are
     not in ids; a built base would have no pretraining cell)."""
     grid = load_grid(path, overrides)  # relative paths: the tests run from the repository root
-    grid = replace(grid, bases=tuple(replace(b, path=str(tmp_path / "unbuilt" / b.name))
-                                     if b.pretrain else b for b in grid.bases))  # fmt: skip
+    grid = replace(
+        grid,
+        bases=tuple(
+            replace(b, path=str(tmp_path / "unbuilt" / b.name)) if b.pretrain else b
+            for b in grid.bases
+        ),
+    )
     if Path(path).stem == "paper":  # its bases live on a cluster: plan says which path it expected
         with pytest.raises(PlanError, match="/models/chinese-llama-plus-7b holds no model"):
             expand(grid)
@@ -168,8 +205,9 @@ def shipped_cells(tmp_path, path, overrides=None):
         for d in stand_ins:
             d.mkdir(exist_ok=True)
             (d / "config.json").write_text("{}")
-        grid = replace(grid, bases=tuple(replace(b, path=str(d)) for b, d in
-                                         zip(grid.bases, stand_ins)))  # fmt: skip
+        grid = replace(
+            grid, bases=tuple(replace(b, path=str(d)) for b, d in zip(grid.bases, stand_ins))
+        )
     return expand(grid)
 
 
@@ -193,8 +231,11 @@ def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
         return
     raw = load_grid(path).raw
     data = {"data": DATA_AS_RECORDED[path]} if path in DATA_AS_RECORDED else {}
-    letter = shipped_cells(tmp_path, path, {"formulation": "letter", **data, "sft": {
-        **raw["sft"], "overrides": AS_RECORDED[path]}})  # fmt: skip
+    letter = shipped_cells(
+        tmp_path,
+        path,
+        {"formulation": "letter", **data, "sft": {**raw["sft"], "overrides": AS_RECORDED[path]}},
+    )
     assert [c.id for c in letter] == recorded[path]
     if path == "recipes/grids/micro.yaml":  # #12's study, kept to rerun: the same grid as then
         again = shipped_cells(tmp_path, "studies/micro_study/grid_letter.yaml")
@@ -222,8 +263,9 @@ def test_a_plan_the_old_writer_wrote_reads_back_typed_and_replans_to_the_same_id
     assert pretrain.identity["pretrain"]["value_mode"] == "vanilla" and pretrain.seed is None
     assert base.construction == "base" and base.n_per_ability == 0 and base.needs == pretrain.id
     assert {c.construction for c in sft} == {"curated", "synthetic", "mix"}
-    assert all(c.recipe["learning_rate"] == 0.001 and c.sweep == {"learning_rate": 0.001}
-               for c in sft)  # fmt: skip
+    assert all(
+        c.recipe["learning_rate"] == 0.001 and c.sweep == {"learning_rate": 0.001} for c in sft
+    )
     raw = json.loads(json.dumps(old.grid.raw))
     raw["bases"][0]["pretrain"]["config"] = "recipes/configs/pretrain/xs.yaml"
     replanned = expand(load_grid(write_grid(tmp_path / "g.yaml", raw)))
@@ -236,11 +278,19 @@ def test_a_plan_the_old_writer_wrote_reads_back_typed_and_replans_to_the_same_id
 
 
 def test_loading_a_grid_imports_no_torch():
-    code = ("import sys; from doit.grid.spec import load_grid; "
-            "g = load_grid('recipes/grids/paper.yaml'); assert g.gpus == 8; "
-            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)  # fmt: skip
+    code = (
+        "import sys; from doit.grid.spec import load_grid; "
+        "g = load_grid('recipes/grids/paper.yaml'); assert g.gpus == 8; "
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
 
@@ -310,8 +360,18 @@ def test_formulation_is_the_grids_key_not_the_recipes(tmp_path, tiny_base):
     sft = {**sft, "overrides": {**sft["overrides"], "formulation": "text"}}
     with pytest.raises(PlanError, match="sft: formulation is a grid key"):
         plan(tmp_path, tiny_base, sft=sft)
-    ladder = {"name": "l", "doit_dir": str(tmp_path), "formulation": "text", "bases": [
-        {"name": "xs", "arch": "vanilla", "path": str(tmp_path / "xs"),
-         "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"}}]}  # fmt: skip
+    ladder = {
+        "name": "l",
+        "doit_dir": str(tmp_path),
+        "formulation": "text",
+        "bases": [
+            {
+                "name": "xs",
+                "arch": "vanilla",
+                "path": str(tmp_path / "xs"),
+                "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"},
+            }
+        ],
+    }
     with pytest.raises(GridError, match="formulation: only fine-tuning cells use it"):
         load_grid(write_grid(tmp_path / "ladder.yaml", ladder))

@@ -16,25 +16,47 @@ from doit.grid.table import print_table
 from doit.io import read_json
 from tests.grid.conftest import write_grid
 
-TINY = {"block_size": 32, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
-        "max_steps": 2, "per_device_train_batch_size": 4, "logging_steps": 1}  # fmt: skip
+TINY = {
+    "block_size": 32,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_attention_heads": 2,
+    "max_steps": 2,
+    "per_device_train_batch_size": 4,
+    "logging_steps": 1,
+}
 
 
 def ladder(tmp_path, text=None, tokenizer=None, **keys) -> dict:
     """Two xs bases (vanilla, svformer), each pretrained per pretrain_seed under bases_dir."""
     files = {"train_file": str(text), "valid_file": str(text), "tokenizer_path": str(tokenizer)}
     overrides = {**TINY, **files} if text else {}
-    bases = [{"name": f"{arch}_xs", "arch": arch, "path": f"{arch}_xs/seed{{seed}}",
-              "pretrain": {"config": "recipes/configs/pretrain/xs.yaml",
-                           "overrides": {"value_mode": arch, **overrides}}}
-             for arch in ("vanilla", "svformer")]  # fmt: skip
-    return {"name": "ladder", "doit_dir": str(tmp_path), "bases_dir": str(tmp_path / "bases"),
-            "pretrain_seed": [3], "bases": bases, **keys}  # fmt: skip
+    bases = [
+        {
+            "name": f"{arch}_xs",
+            "arch": arch,
+            "path": f"{arch}_xs/seed{{seed}}",
+            "pretrain": {
+                "config": "recipes/configs/pretrain/xs.yaml",
+                "overrides": {"value_mode": arch, **overrides},
+            },
+        }
+        for arch in ("vanilla", "svformer")
+    ]
+    return {
+        "name": "ladder",
+        "doit_dir": str(tmp_path),
+        "bases_dir": str(tmp_path / "bases"),
+        "pretrain_seed": [3],
+        "bases": bases,
+        **keys,
+    }
 
 
 def test_the_shipped_ladder_plans_one_pretraining_cell_per_base_and_seed(tmp_path):
-    grid = load_grid("recipes/grids/ladder.yaml", parse_sets(["pretrain_seed=[0, 1]",
-                                                              f"bases_dir={tmp_path}"]))  # fmt: skip
+    grid = load_grid(
+        "recipes/grids/ladder.yaml", parse_sets(["pretrain_seed=[0, 1]", f"bases_dir={tmp_path}"])
+    )
     cells = expand(grid)
     assert grid.pretraining_only and len(cells) == 2 * 9 and {c.kind for c in cells} == {"pretrain"}
     assert [c.seed for c in cells] == [0] * 9 + [1] * 9  # seed by seed, as the old ladder ran
@@ -48,15 +70,34 @@ def test_the_shipped_ladder_plans_one_pretraining_cell_per_base_and_seed(tmp_pat
 @pytest.mark.parametrize(
     "keys, where",
     [
-        ({"bases": [{"name": "b", "arch": "vanilla", "path": "b/seed{seed}"}]}, "bases[0].pretrain"),
-        ({"pretrain_seed": None, "bases": [{"name": "b", "arch": "vanilla", "path": "b", "params": 1}]},
-         "bases[0].pretrain"),
-        ({"bases": [{"name": "b", "arch": "vanilla", "path": "b",
-                     "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"}}]}, "bases[0].path"),
+        (
+            {"bases": [{"name": "b", "arch": "vanilla", "path": "b/seed{seed}"}]},
+            "bases[0].pretrain",
+        ),
+        (
+            {
+                "pretrain_seed": None,
+                "bases": [{"name": "b", "arch": "vanilla", "path": "b", "params": 1}],
+            },
+            "bases[0].pretrain",
+        ),
+        (
+            {
+                "bases": [
+                    {
+                        "name": "b",
+                        "arch": "vanilla",
+                        "path": "b",
+                        "pretrain": {"config": "recipes/configs/pretrain/xs.yaml"},
+                    }
+                ]
+            },
+            "bases[0].path",
+        ),
         ({"seed": [0, 1]}, "seed"),
         ({"max_new_tokens": {"mc": 4}}, "data"),
     ],
-)  # fmt: skip
+)
 def test_bad_pretraining_grids_name_the_key(tmp_path, keys, where):
     path = write_grid(tmp_path / "bad.yaml", ladder(tmp_path, **keys))
     with pytest.raises(GridError) as e:
@@ -99,9 +140,19 @@ def test_a_ladder_run_tables_each_base_once_and_a_rerun_trains_nothing(tmp_path,
 
 
 def test_the_pretraining_table_is_validated_where_read(tmp_path):
-    row = {"cell": "c", "base": "b", "arch": "vanilla", "size": "xs", "seed": 0,
-           "params_non_embedding": 10, "params_total": 20, "valid_loss": 1.5, "tokens": 64,
-           "wall_s": 2.0, "unigram_loss": math.nan}  # fmt: skip
+    row = {
+        "cell": "c",
+        "base": "b",
+        "arch": "vanilla",
+        "size": "xs",
+        "seed": 0,
+        "params_non_embedding": 10,
+        "params_total": 20,
+        "valid_loss": 1.5,
+        "tokens": 64,
+        "wall_s": 2.0,
+        "unigram_loss": math.nan,
+    }
     path = tmp_path / "t.csv"
     pd.DataFrame([row, row]).to_csv(path, index=False)
     with pytest.raises(PretrainingError, match="cell c has several rows"):

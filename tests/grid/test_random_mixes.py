@@ -15,9 +15,18 @@ from doit.grid.spec import GridError, load_grid
 from tests.grid.conftest import grid_dict, write_grid
 from tests.tiny import FIXTURE
 
-POOLS = {"biology": 1042, "history": 1893, "code": 4968, "creative_writing": 1000,
-         "chinese": 1450, "understanding": 4885, "role_play": 1000, "reasoning": 12751,
-         "math": 11501, "ethics": 1000}  # fmt: skip
+POOLS = {
+    "biology": 1042,
+    "history": 1893,
+    "code": 4968,
+    "creative_writing": 1000,
+    "chinese": 1450,
+    "understanding": 4885,
+    "role_play": 1000,
+    "reasoning": 12751,
+    "math": 11501,
+    "ethics": 1000,
+}
 
 
 def test_mixtures_spend_the_total_within_the_pools_and_repeat_with_their_seed():
@@ -43,13 +52,16 @@ def test_counts_cap_at_pools_and_spread_the_overflow():
     assert got[0] == 10 and sum(got) == 100 and got[1] == got[2] == 45
 
 
-@pytest.mark.parametrize("axis,where", [
-    ({"total": 8}, "data.random_mixes.count"),
-    ({"count": 2, "total": 8, "concentration": 0}, "data.random_mixes.concentration"),
-    ({"count": 2, "total": 8, "bases": ["nope"]}, "data.random_mixes.bases"),
-    ({"count": 2, "total": 8, "spread": 1}, "data.random_mixes.spread"),
-    ({"count": 2, "total": 8, "source": "all"}, "data.random_mixes.source"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "axis,where",
+    [
+        ({"total": 8}, "data.random_mixes.count"),
+        ({"count": 2, "total": 8, "concentration": 0}, "data.random_mixes.concentration"),
+        ({"count": 2, "total": 8, "bases": ["nope"]}, "data.random_mixes.bases"),
+        ({"count": 2, "total": 8, "spread": 1}, "data.random_mixes.spread"),
+        ({"count": 2, "total": 8, "source": "all"}, "data.random_mixes.source"),
+    ],
+)
 def test_a_bad_axis_names_its_key(tmp_path, tiny_base, axis, where):
     path = write_grid(tmp_path / "g.yaml", grid_dict(tiny_base, data={"random_mixes": axis}))
     with pytest.raises(GridError, match=where.replace(".", r"\.")):
@@ -57,8 +69,9 @@ def test_a_bad_axis_names_its_key(tmp_path, tiny_base, axis, where):
 
 
 def test_planning_writes_each_mixture_as_a_mix_cell(tmp_path, tiny_base):
-    raw = grid_dict(tiny_base, data={"per_ability": [1],
-                                     "random_mixes": {"count": 3, "total": 8, "seed": 1}})  # fmt: skip
+    raw = grid_dict(
+        tiny_base, data={"per_ability": [1], "random_mixes": {"count": 3, "total": 8, "seed": 1}}
+    )
     grid = load_grid(write_grid(tmp_path / "g.yaml", raw))
     with pytest.raises(PlanError, match="data.random_mixes"):
         expand(grid)  # its files go into a study folder

@@ -11,14 +11,29 @@ from doit.grid.results import (
     frame,
     read_results,
     write_csv,
-    write_shard,  # fmt: skip
+    write_shard,
 )
 
 
 def row(**keys) -> dict:
-    r = {"cell": "c1", "base": "b", "arch": "vanilla", "params": 100, "construction": "curated",
-         "mix": None, "n_per_ability": 4, "n_total": 40, "seed": 0, "epoch": 1.0, "step": 5,
-         "split": "test", "ability": "math", "score": 12.5, "n_items": 100, "chance": 0.0}  # fmt: skip
+    r = {
+        "cell": "c1",
+        "base": "b",
+        "arch": "vanilla",
+        "params": 100,
+        "construction": "curated",
+        "mix": None,
+        "n_per_ability": 4,
+        "n_total": 40,
+        "seed": 0,
+        "epoch": 1.0,
+        "step": 5,
+        "split": "test",
+        "ability": "math",
+        "score": 12.5,
+        "n_items": 100,
+        "chance": 0.0,
+    }
     return {**r, **keys}
 
 
@@ -55,8 +70,19 @@ def test_repeated_keys_and_out_of_range_scores_are_errors(tmp_path):
 
 
 def test_per_item_rows_have_their_own_schema(tmp_path):
-    items = [{"cell": "c1", "epoch": 1.0, "split": "test", "ability": "math", "type": "math",
-              "idx": i, "answer_kind": "math", "correct": i % 2 == 0} for i in range(4)]  # fmt: skip
+    items = [
+        {
+            "cell": "c1",
+            "epoch": 1.0,
+            "split": "test",
+            "ability": "math",
+            "type": "math",
+            "idx": i,
+            "answer_kind": "math",
+            "correct": i % 2 == 0,
+        }
+        for i in range(4)
+    ]
     write_shard(tmp_path, "c1", frame(items, per_item=True), per_item=True)
     df = read_results(tmp_path, per_item=True)
     assert df["correct"].sum() == 2 and str(df["correct"].dtype) == "boolean"
@@ -66,8 +92,12 @@ def test_per_item_rows_have_their_own_schema(tmp_path):
 
 def test_formulation_is_part_of_the_key_and_old_tables_read_as_letter(tmp_path):
     path = tmp_path / "t.csv"
-    frame([row(formulation="letter", cell_formulation="letter"),
-           row(formulation="text", cell_formulation="letter", score=40.0)]).to_csv(path, index=False)  # fmt: skip
+    frame(
+        [
+            row(formulation="letter", cell_formulation="letter"),
+            row(formulation="text", cell_formulation="letter", score=40.0),
+        ]
+    ).to_csv(path, index=False)
     df = read_results(path)
     assert sorted(df["formulation"]) == ["letter", "text"] and len(df) == 2
     old = tmp_path / "old.csv"

@@ -26,8 +26,9 @@ def planned(tmp_path, base, name: str, **keys):
 
 
 def comparable(df: pd.DataFrame) -> pd.DataFrame:
-    return df.drop(columns=list(TIMING)).sort_values(["cell", "epoch", "split", "ability"],
-                                                     ignore_index=True)  # fmt: skip
+    return df.drop(columns=list(TIMING)).sort_values(
+        ["cell", "epoch", "split", "ability"], ignore_index=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +53,11 @@ def test_in_process_run_writes_every_cells_rows(reference):
     assert set(df.loc[df["construction"] == "curated", "epoch"]) == {1.0, 2.0}  # eval_epochs all
     assert {"valid", "test"} == set(df["split"])
     assert df["score"].between(0, 100).all() and df["n_items"].gt(0).all()
-    errors = sum(bool(p.get("error")) for f in study.glob("cells/*/eval/*/*.pred.jsonl")
-                 for _, p in read_jsonl(f))  # fmt: skip
+    errors = sum(
+        bool(p.get("error"))
+        for f in study.glob("cells/*/eval/*/*.pred.jsonl")
+        for _, p in read_jsonl(f)
+    )
     assert errors > 0 and df["n_no_output"].sum() == errors  # prompts beyond the tiny context
     items = read_results(study, per_item=True)
     per_ability = items.groupby(["cell", "epoch", "split", "ability"])["correct"].mean() * 100
@@ -67,8 +71,9 @@ def test_subprocess_workers_and_launcher_give_the_same_table(tmp_path, tiny_base
     grid_cli("run", str(study), "--max-parallel", "2", "--threads", "1")
     got, want = comparable(read_results(study)), comparable(read_results(reference[0]))
     assert list(got["cell"].unique()) == list(want["cell"].unique())  # ids ignore the launcher
-    pd.testing.assert_frame_equal(got.drop(columns=["valid_loss"]),
-                                  want.drop(columns=["valid_loss"]))  # fmt: skip
+    pd.testing.assert_frame_equal(
+        got.drop(columns=["valid_loss"]), want.drop(columns=["valid_loss"])
+    )
     assert (got["valid_loss"] - want["valid_loss"]).abs().max() < 1e-4
 
 
@@ -80,9 +85,12 @@ def test_a_crash_at_each_fault_point_then_a_rerun_loses_and_repeats_nothing(
     killed = grid_cli("run", str(study), env={"DOIT_FAULT": point}, check=False)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     grid_cli("run", str(study))
-    pd.testing.assert_frame_equal(comparable(read_results(study)),
-                                  comparable(read_results(reference[0])),
-                                  check_exact=False, atol=1e-4)  # fmt: skip
+    pd.testing.assert_frame_equal(
+        comparable(read_results(study)),
+        comparable(read_results(reference[0])),
+        check_exact=False,
+        atol=1e-4,
+    )
     items = read_results(study, per_item=True)
     assert items.equals(read_results(reference[0], per_item=True))
 
@@ -101,8 +109,9 @@ def test_a_failing_cell_is_reported_and_the_others_finish(tmp_path, tiny_base):
 
 def test_submitit_local_executor_runs_a_two_cell_array(tmp_path, tiny_base, reference):
     study = planned(tmp_path, tiny_base, "study", data={"per_ability": [1]})
-    grid_cli("run", str(study), "--backend", "submitit-local", "--max-parallel", "2",
-             "--threads", "1")  # fmt: skip
+    grid_cli(
+        "run", str(study), "--backend", "submitit-local", "--max-parallel", "2", "--threads", "1"
+    )
     got = comparable(read_results(study))
     want = comparable(read_results(reference[0]))
     want = want[want["cell"].isin(got["cell"].unique())].reset_index(drop=True)
@@ -121,11 +130,17 @@ def test_a_missing_base_is_pretrained_first_and_its_cells_wait_for_it(tmp_path, 
         "intermediate_size": 64,
         "micro_dir": str(micro_dir),
     }  # pretraining text; the cells use the fixture
-    bases = [{"name": "xs", "arch": "vanilla", "path": str(base),
-              "pretrain": {"config": "recipes/configs/pretrain/xs.yaml",
-                           "overrides": overrides}}]  # fmt: skip
-    study = planned(tmp_path, tmp_path, "study", bases=bases, data={"per_ability": [1]},
-                    eval_epochs="last")  # fmt: skip
+    bases = [
+        {
+            "name": "xs",
+            "arch": "vanilla",
+            "path": str(base),
+            "pretrain": {"config": "recipes/configs/pretrain/xs.yaml", "overrides": overrides},
+        }
+    ]
+    study = planned(
+        tmp_path, tmp_path, "study", bases=bases, data={"per_ability": [1]}, eval_epochs="last"
+    )
     grid_cli("run", str(study), "--max-parallel", "2", "--threads", "1")
     assert (base / "DONE").is_file() and (base / "doit_base.json").is_file()
     df = read_results(study)

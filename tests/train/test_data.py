@@ -81,8 +81,9 @@ def test_items_come_from_doit_data(tmp_path):
 def test_items_are_drawn_then_rendered_in_the_runs_formulation(tmp_path):
     root = write_pool(tmp_path / "pool", uniform(4), synthetic=3)
     letter = data.train_items(DoitDataArguments(doit_dir=str(root), per_ability=2, synthetic=3))
-    text = data.train_items(DoitDataArguments(doit_dir=str(root), per_ability=2, synthetic=3,
-                                              formulation="text"))  # fmt: skip
+    text = data.train_items(
+        DoitDataArguments(doit_dir=str(root), per_ability=2, synthetic=3, formulation="text")
+    )
     assert [it["uid"] for it in text] == [it["uid"] for it in letter]  # the same draw
     assert [ab.formulate(it, "text") for it in letter] == text
     kinds = {it["answer_kind"] for it in text}

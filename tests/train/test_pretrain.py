@@ -24,8 +24,18 @@ pytestmark = pytest.mark.filterwarnings(
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "recipes" / "configs" / "pretrain"
 SIZES = ["xs", "s", "m", "l"]  # the size configs, smallest first
-TINY_MODEL = ["--block_size", "32", "--hidden_size", "32", "--intermediate_size", "64",
-              "--num_attention_heads", "2", "--num_hidden_layers", "4"]  # fmt: skip
+TINY_MODEL = [
+    "--block_size",
+    "32",
+    "--hidden_size",
+    "32",
+    "--intermediate_size",
+    "64",
+    "--num_attention_heads",
+    "2",
+    "--num_hidden_layers",
+    "4",
+]
 MODES = {  # name: (config arch, extra flags)
     "vanilla": ("vanilla", []),
     "resformer": ("resformer", []),
@@ -56,9 +66,23 @@ def tiny_corpus(micro_dir, tmp_path_factory):
 
 def _tiny_argv(corpus, mode, out, *extra) -> list[str]:
     arch, flags = MODES[mode]
-    return ["--config", str(CONFIGS / "xs.yaml"), "--value_mode", arch, "--output_dir", str(out),
-            "--train_file", str(corpus["text"]), "--valid_file", str(corpus["text"]),
-            "--tokenizer_path", str(corpus["tokenizer"]), *TINY_MODEL, *flags, *extra]  # fmt: skip
+    return [
+        "--config",
+        str(CONFIGS / "xs.yaml"),
+        "--value_mode",
+        arch,
+        "--output_dir",
+        str(out),
+        "--train_file",
+        str(corpus["text"]),
+        "--valid_file",
+        str(corpus["text"]),
+        "--tokenizer_path",
+        str(corpus["tokenizer"]),
+        *TINY_MODEL,
+        *flags,
+        *extra,
+    ]
 
 
 # --- data --------------------------------------------------------------------------------------
@@ -120,8 +144,17 @@ def test_trainer_reads_a_new_permutation_each_epoch(tiny_corpus, tmp_path, monke
 
     monkeypatch.setattr(EpochPermutation, "__iter__", recording_iter)
     for mode in ("vanilla", "svformer"):
-        argv = _tiny_argv(tiny_corpus, mode, tmp_path / mode, "--num_train_epochs", "2",
-                          "--per_device_train_batch_size", "4", "--eval_strategy", "no")  # fmt: skip
+        argv = _tiny_argv(
+            tiny_corpus,
+            mode,
+            tmp_path / mode,
+            "--num_train_epochs",
+            "2",
+            "--per_device_train_batch_size",
+            "4",
+            "--eval_strategy",
+            "no",
+        )
         assert _recipe().main(argv) == 0
     assert [(seed, epoch) for seed, epoch, _ in seen] == [(0, 0), (0, 1)] * 2
     assert seen[0][2] == seen[2][2] and seen[1][2] == seen[3][2]  # the same for both archs
@@ -227,8 +260,19 @@ def test_recipe_end_to_end(mode, tiny_corpus, tmp_path, capsys):
     import doit.models  # noqa: F401
 
     out = tmp_path / "run"
-    argv = _tiny_argv(tiny_corpus, mode, out, "--max_steps", "4", "--per_device_train_batch_size",
-                      "4", "--logging_steps", "2", "--eval_steps", "3")  # fmt: skip
+    argv = _tiny_argv(
+        tiny_corpus,
+        mode,
+        out,
+        "--max_steps",
+        "4",
+        "--per_device_train_batch_size",
+        "4",
+        "--logging_steps",
+        "2",
+        "--eval_steps",
+        "3",
+    )
     assert _recipe().main(argv) == 0
     for name in ("model.safetensors", "config.json", "tokenizer.json", "metrics.jsonl", "DONE"):
         assert (out / name).is_file(), name
@@ -320,18 +364,46 @@ def test_deepspeed_zero3_two_cpu_ranks(tiny_corpus, tmp_path):
     from doit.train.launch import free_port
 
     (tmp_path / "zero3.json").write_text(json.dumps(ZERO3))
-    flags = ["--deepspeed", str(tmp_path / "zero3.json"), "--max_steps", "30", "--learning_rate",
-             "1e-2", "--warmup_steps", "3", "--per_device_train_batch_size", "4",
-             "--logging_steps", "10", "--eval_steps", "30", "--eval_on_start", "true"]  # fmt: skip
+    flags = [
+        "--deepspeed",
+        str(tmp_path / "zero3.json"),
+        "--max_steps",
+        "30",
+        "--learning_rate",
+        "1e-2",
+        "--warmup_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "4",
+        "--logging_steps",
+        "10",
+        "--eval_steps",
+        "30",
+        "--eval_on_start",
+        "true",
+    ]
     spec = {m: _tiny_argv(tiny_corpus, m, tmp_path / m, *flags) for m in DS_MODES}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
-           "TORCH_EXTENSIONS_DIR": os.environ.get("TORCH_EXTENSIONS_DIR",
-                                                  str(Path(sys.prefix) / "torch_extensions"))}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        "TORCH_EXTENSIONS_DIR": os.environ.get(
+            "TORCH_EXTENSIONS_DIR", str(Path(sys.prefix) / "torch_extensions")
+        ),
+    }
     env.pop("WORLD_SIZE", None)
-    cmd = [str(Path(sys.executable).parent / "deepspeed"), "--master_port", str(port),
-           "--num_gpus", "2", __file__, str(tmp_path), str(tmp_path / "spec.json")]  # fmt: skip
+    cmd = [
+        str(Path(sys.executable).parent / "deepspeed"),
+        "--master_port",
+        str(port),
+        "--num_gpus",
+        "2",
+        __file__,
+        str(tmp_path),
+        str(tmp_path / "spec.json"),
+    ]
     try:
         proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"

@@ -20,11 +20,18 @@ def test_rows_open_with_the_shared_keys_and_refuse_an_unknown_kind():
 
 def test_older_fine_tuning_rows_are_read_in_the_shared_schema(tmp_path):
     old = [
-        {"session": 0, "step": 1, "epoch": 0.5, "loss": 2.0, "tokens": 40.0,
-         "assistant_tokens": 10.0, "assistant_tokens_seen": 10.0},
+        {
+            "session": 0,
+            "step": 1,
+            "epoch": 0.5,
+            "loss": 2.0,
+            "tokens": 40.0,
+            "assistant_tokens": 10.0,
+            "assistant_tokens_seen": 10.0,
+        },
         {"session": 0, "step": 2, "epoch": 1.0, "eval_math_loss": 1.5},
         {"session": 0, "step": 2, "epoch": 1.0, "train_runtime": 3.0},
-    ]  # fmt: skip
+    ]
     write_lines(tmp_path / rundir.METRICS, old, tail='{"session": 0, "st')  # a cut last line
     rows = rundir.read_metrics(tmp_path)
     assert [r["kind"] for r in rows] == ["train", "valid", "summary"]

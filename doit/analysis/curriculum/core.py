@@ -20,10 +20,42 @@ from doit.analysis.curriculum.evidence import Evidence, gather
 from doit.analysis.curriculum.options import POLICIES, CurriculumError, Options
 from doit.analysis.sensitivity import interval
 
-COLUMNS = ["policy", "ability", "n", "share", "tokens", "extrapolated", "predicted",
-           "predicted_lo", "predicted_hi", "gain", "gain_lo", "gain_hi", "model", "equal_budget",
-           "target", "budget", "unit", "rule", "split"]  # fmt: skip
+COLUMNS = [
+    "policy",
+    "ability",
+    "n",
+    "share",
+    "tokens",
+    "extrapolated",
+    "predicted",
+    "predicted_lo",
+    "predicted_hi",
+    "gain",
+    "gain_lo",
+    "gain_hi",
+    "model",
+    "equal_budget",
+    "target",
+    "budget",
+    "unit",
+    "rule",
+    "split",
+]
 MACRO = "macro"  # the weighted macro row of every policy
+# the columns a macro row is shown with (the CLI's printout, the report's table)
+MACRO_VIEW = [
+    "policy",
+    "n",
+    "tokens",
+    "predicted",
+    "predicted_lo",
+    "predicted_hi",
+    "gain",
+    "gain_lo",
+    "gain_hi",
+    "model",
+    "equal_budget",
+]
 
 
 @dataclass
@@ -43,8 +75,9 @@ def make(source, options: Options) -> Result:
     a study folder or results table, or an `Analysis` of one to reuse (`evidence.gather`)."""
     unknown = [p for p in options.policies if p not in POLICIES]
     if unknown:
-        raise CurriculumError(f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)} "
-                              "or all")  # fmt: skip
+        raise CurriculumError(
+            f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)} or all"
+        )
     ev = gather(source, options)
     asked = ["uniform", *(p for p in POLICIES if p in options.policies and p != "uniform")]
     allocations = {p: policies.POLICY[p](ev) for p in asked}
@@ -66,13 +99,35 @@ def predictions(ev: Evidence, allocations: dict) -> pd.DataFrame:
         point, reps = model.predict(alloc.counts)
         for i, k in enumerate(ev.abilities):
             n = alloc.counts[k]
-            rows.append(_row(ev, alloc, k, n, model.extrapolated(k, n), point[i], _col(reps, i),
-                             point[i] - base_pt[i], _diff(reps, base_reps, i)))  # fmt: skip
+            rows.append(
+                _row(
+                    ev,
+                    alloc,
+                    k,
+                    n,
+                    model.extrapolated(k, n),
+                    point[i],
+                    _col(reps, i),
+                    point[i] - base_pt[i],
+                    _diff(reps, base_reps, i),
+                )
+            )
         macro_reps = None if reps is None else reps @ w
         gain_reps = None if reps is None or base_reps is None else (reps - base_reps) @ w
         total = sum(alloc.counts.values())
-        rows.append(_row(ev, alloc, MACRO, total, any(r["extrapolated"] for r in rows[-len(w):]),
-                         float(point @ w), macro_reps, float((point - base_pt) @ w), gain_reps))  # fmt: skip
+        rows.append(
+            _row(
+                ev,
+                alloc,
+                MACRO,
+                total,
+                any(r["extrapolated"] for r in rows[-len(w) :]),
+                float(point @ w),
+                macro_reps,
+                float((point - base_pt) @ w),
+                gain_reps,
+            )
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -86,14 +141,32 @@ def _diff(reps, base, i):
 
 def _row(ev, alloc, ability, n, extrapolated, point, reps, gain, gain_reps) -> dict:
     total = sum(alloc.counts.values())
-    tokens = (sum(c * ev.tokens[k] for k, c in alloc.counts.items()) if ability == MACRO
-              else n * ev.tokens[ability])  # fmt: skip
+    tokens = (
+        sum(c * ev.tokens[k] for k, c in alloc.counts.items())
+        if ability == MACRO
+        else n * ev.tokens[ability]
+    )
     lo, hi = interval(point, reps) if reps is not None else (np.nan, np.nan)
     g_lo, g_hi = interval(gain, gain_reps) if gain_reps is not None else (np.nan, np.nan)
     o = ev.options
-    return {"policy": alloc.policy, "ability": ability, "n": int(n), "share": n / total if total else np.nan,
-            "tokens": tokens, "extrapolated": bool(extrapolated), "predicted": point,
-            "predicted_lo": lo, "predicted_hi": hi, "gain": gain, "gain_lo": g_lo,
-            "gain_hi": g_hi, "model": alloc.model.label,
-            "equal_budget": alloc.equal_budget, "target": ev.target, "budget": o.budget,
-            "unit": o.unit, "rule": o.rule, "split": o.split}  # fmt: skip
+    return {
+        "policy": alloc.policy,
+        "ability": ability,
+        "n": int(n),
+        "share": n / total if total else np.nan,
+        "tokens": tokens,
+        "extrapolated": bool(extrapolated),
+        "predicted": point,
+        "predicted_lo": lo,
+        "predicted_hi": hi,
+        "gain": gain,
+        "gain_lo": g_lo,
+        "gain_hi": g_hi,
+        "model": alloc.model.label,
+        "equal_budget": alloc.equal_budget,
+        "target": ev.target,
+        "budget": o.budget,
+        "unit": o.unit,
+        "rule": o.rule,
+        "split": o.split,
+    }

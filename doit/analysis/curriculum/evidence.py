@@ -72,9 +72,18 @@ def gather(source, options: Options) -> Evidence:
     """The evidence for a curriculum from the study (folder or table) at ``source``, or from an
     `Analysis` of it to reuse (its rule, split and replicates then hold). The cheap checks
     (pools, bounds, budget) come before the fits."""
-    a = source if isinstance(source, Analysis) else Analysis(
-        str(source), options.rule, options.replicates, options.delta, options.seed,
-        split=options.split)  # fmt: skip
+    a = (
+        source
+        if isinstance(source, Analysis)
+        else Analysis(
+            str(source),
+            options.rule,
+            options.replicates,
+            options.delta,
+            options.seed,
+            split=options.split,
+        )
+    )
     table = a.table
     scored = table[(table["split"] == a.split) & table["score"].notna()]
     abilities = tuple(k for k in ab.ABILITY_KEYS if k in set(scored["ability"]))
@@ -85,18 +94,32 @@ def gather(source, options: Options) -> Evidence:
     upper = {k: int(min(pools.get(k, 0), options.caps.get(k, math.inf))) for k in abilities}
     for k in abilities:
         if lower[k] > upper[k]:
-            raise CurriculumError(f"{k}: its floor {lower[k]} is above its pool or cap "
-                                  f"{upper[k]}; lower --floors or raise --caps")  # fmt: skip
+            raise CurriculumError(
+                f"{k}: its floor {lower[k]} is above its pool or cap "
+                f"{upper[k]}; lower --floors or raise --caps"
+            )
     tokens = tokens_per_item(table, abilities)
     _check_budget(options, tokens, lower, upper)
     use = _use_transfer(table, options)
     counts = a.counts
     target, params, curves = _target(a, abilities, options)
     xs = np.concatenate([f.x for f in curves.values()])
-    model = ScoreModel(abilities, curves, transfer_shares(counts, abilities, use),
-                       float(xs.max()), float(xs.min()))  # fmt: skip
-    ev = Evidence(a, options, abilities, target, params, model, pools, lower, upper, tokens,
-                  best_observed(counts, target, abilities))  # fmt: skip
+    model = ScoreModel(
+        abilities, curves, transfer_shares(counts, abilities, use), float(xs.max()), float(xs.min())
+    )
+    ev = Evidence(
+        a,
+        options,
+        abilities,
+        target,
+        params,
+        model,
+        pools,
+        lower,
+        upper,
+        tokens,
+        best_observed(counts, target, abilities),
+    )
     ev.notes += transfer_notes(model, use, options) + beyond_notes(a, options)
     return ev
 
@@ -110,11 +133,16 @@ def beyond_notes(a: Analysis, options: Options) -> list[str]:
     if options.params <= largest:
         return []
     held = a.predictions[a.predictions["holdout"] == "largest_base"]
-    error = (f"the held-out largest-base prediction error of these fits is "
-             f"{held['abs_error'].mean():.1f} points (mean absolute, {len(held)} cells)"
-             if len(held) else "no held-out largest-base error: that needs >= 3 bases")  # fmt: skip
-    return [f"--params {options.params:g} is beyond the largest base ({largest:g}): the curves "
-            f"are extrapolated in size; {error}"]  # fmt: skip
+    error = (
+        f"the held-out largest-base prediction error of these fits is "
+        f"{held['abs_error'].mean():.1f} points (mean absolute, {len(held)} cells)"
+        if len(held)
+        else "no held-out largest-base error: that needs >= 3 bases"
+    )
+    return [
+        f"--params {options.params:g} is beyond the largest base ({largest:g}): the curves "
+        f"are extrapolated in size; {error}"
+    ]
 
 
 def _target(a: Analysis, abilities, options: Options):
@@ -123,21 +151,27 @@ def _target(a: Analysis, abilities, options: Options):
     grid = pts[uniform(pts)]
     bases = grid.drop_duplicates("base").set_index("base")["params"].astype(float)
     if bases.empty:
-        raise CurriculumError("the study has no uniform cells (n items of every ability) to fit "
-                              "curves on; add data.per_ability to its grid")  # fmt: skip
+        raise CurriculumError(
+            "the study has no uniform cells (n items of every ability) to fit "
+            "curves on; add data.per_ability to its grid"
+        )
     if options.params is not None:
         return _by_params(a, abilities, float(options.params), bases)
     base = options.base or bases.idxmax()
     if base not in bases.index:
-        raise CurriculumError(f"base {base!r} is not in the study (bases: "
-                              f"{', '.join(bases.index)}); give one of them, or --params P for "
-                              "a base outside it")  # fmt: skip
+        raise CurriculumError(
+            f"base {base!r} is not in the study (bases: "
+            f"{', '.join(bases.index)}); give one of them, or --params P for "
+            "a base outside it"
+        )
     curves = {}
     for k in abilities:
         fit = a.grid.data.get((k, base, "curated"))
         if fit is None:
-            raise CurriculumError(f"{k} has no data fit on base {base} (it needs >= 2 distinct "
-                                  f"n > 0 with {a.split} scores); add n to the grid")  # fmt: skip
+            raise CurriculumError(
+                f"{k} has no data fit on base {base} (it needs >= 2 distinct "
+                f"n > 0 with {a.split} scores); add n to the grid"
+            )
         curves[k] = fit
     return base, float(bases[base]), curves
 
@@ -146,8 +180,7 @@ def _by_params(a: Analysis, abilities, params: float, bases: pd.Series):
     """Curves at a base of ``params`` outside the study: each grid n's size fit evaluated at
     ``params`` (point and replicates), refitted over n as pseudo-counts of the same items."""
     if len(bases) < 2 or not a.grid.size:
-        raise CurriculumError("--params needs size fits (>= 2 bases at one n); give --base "
-                              "instead")  # fmt: skip
+        raise CurriculumError("--params needs size fits (>= 2 bases at one n); give --base instead")
     counts, curves = a.counts, {}
     for k in abilities:
         series = sorted((n, f) for (ab_, n), f in a.grid.size.items() if ab_ == k)
@@ -167,8 +200,10 @@ def _by_params(a: Analysis, abilities, params: float, bases: pd.Series):
 def _use_transfer(table: pd.DataFrame, options: Options) -> bool:
     has_loo = bool(table["excluded_ability"].notna().any())
     if options.transfer == "on" and not has_loo:
-        raise CurriculumError("--transfer on needs leave-one-ability-out cells: add data.loo "
-                              "[n] to the grid (doit/grid/README.md), or --transfer auto|off")  # fmt: skip
+        raise CurriculumError(
+            "--transfer on needs leave-one-ability-out cells: add data.loo "
+            "[n] to the grid (doit/grid/README.md), or --transfer auto|off"
+        )
     return has_loo and options.transfer != "off"
 
 
@@ -192,8 +227,10 @@ def _pools(source: str, options: Options, abilities) -> dict[str, int]:
         return {k: int(options.pools.get(k, 0)) for k in abilities}
     data = options.data or _grid_corpus(source)
     if data is None:
-        raise CurriculumError("no pools: give --data DOIT_DIR (the corpus the mix draws from) or "
-                              "--pools ability=n,...")  # fmt: skip
+        raise CurriculumError(
+            "no pools: give --data DOIT_DIR (the corpus the mix draws from) or "
+            "--pools ability=n,..."
+        )
     from doit.data.cells import pool_sizes
     from doit.data.load import load_items
 
@@ -217,8 +254,11 @@ def _grid_corpus(source: str) -> str | None:
 def tokens_per_item(table: pd.DataFrame, abilities) -> dict[str, float]:
     """Each ability's assistant tokens per training item and epoch (``tokens_own`` / (``n_own``
     x epoch), the mean over the cells that trained on it); NaN without those columns."""
-    rows = table[(table["n_own"].astype("Float64") > 0).fillna(False)
-                 & (table["epoch"].astype(float) > 0) & table["tokens_own"].notna()]  # fmt: skip
+    rows = table[
+        (table["n_own"].astype("Float64") > 0).fillna(False)
+        & (table["epoch"].astype(float) > 0)
+        & table["tokens_own"].notna()
+    ]
     rows = rows.drop_duplicates(["cell", "epoch", "ability"])
     per = rows["tokens_own"].astype(float) / (rows["n_own"].astype(float) * rows["epoch"])
     mean = per.groupby(rows["ability"]).mean()
@@ -272,33 +312,44 @@ def mix_points(a: Analysis, base: str, abilities):
         block = block.set_index("ability")
         if first not in known or not set(abilities) <= set(block.index):
             continue
-        cols = [int(np.flatnonzero((pts["cells"] == cells) & (pts["ability"] == k))[0])
-                for k in abilities]  # fmt: skip
+        cols = [
+            int(np.flatnonzero((pts["cells"] == cells) & (pts["ability"] == k))[0])
+            for k in abilities
+        ]
         labels.append(first)
         X.append([known[first].get(k, 0.0) for k in abilities])
         y.append(100 * pts["k"].to_numpy(float)[cols] / pts["m"].to_numpy(float)[cols])
         reps.append(100 * a.counts.k[:, cols] / a.counts.m[:, cols])
         mixes += int(block["construction"].iloc[0] == "mix")
     if not mixes or len(X) < len(abilities) + 2:
-        raise CurriculumError(f"regression needs random-mix cells on base {base} ({mixes} mix "
-                              f"cells, {len(X)} cells with known counts; >= {len(abilities) + 2} "
-                              "with >= 1 mix): add data.random_mixes {count: 24, total: BUDGET} "
-                              "to the grid (doit/grid/README.md)")  # fmt: skip
-    return MixPoints(abilities, np.array(X, float), np.array(y, float),
-                     np.stack(reps, axis=1), mixes, labels)  # fmt: skip
+        raise CurriculumError(
+            f"regression needs random-mix cells on base {base} ({mixes} mix "
+            f"cells, {len(X)} cells with known counts; >= {len(abilities) + 2} "
+            "with >= 1 mix): add data.random_mixes {count: 24, total: BUDGET} "
+            "to the grid (doit/grid/README.md)"
+        )
+    return MixPoints(
+        abilities, np.array(X, float), np.array(y, float), np.stack(reps, axis=1), mixes, labels
+    )
 
 
 def _check_budget(o: Options, tokens: dict, lower: dict, upper: dict) -> None:
     if o.unit == "tokens":
         missing = [k for k, t in tokens.items() if not np.isfinite(t)]
         if missing:
-            raise CurriculumError(f"--unit tokens needs the study's tokens per item (tokens_own, "
-                                  f"n_own), missing for {', '.join(missing)}; use --unit items")  # fmt: skip
+            raise CurriculumError(
+                f"--unit tokens needs the study's tokens per item (tokens_own, "
+                f"n_own), missing for {', '.join(missing)}; use --unit items"
+            )
     low, high = cost(o, tokens, lower), cost(o, tokens, upper)
     if o.budget < low:
-        raise CurriculumError(f"--budget {o.budget} is below the floors' sum {low:g} ({o.unit}); "
-                              "raise --budget or lower --floors")  # fmt: skip
+        raise CurriculumError(
+            f"--budget {o.budget} is below the floors' sum {low:g} ({o.unit}); "
+            "raise --budget or lower --floors"
+        )
     if o.budget > high:
-        raise CurriculumError(f"--budget {o.budget} is above what the pools (and caps) hold, "
-                              f"{high:g} {o.unit}; lower --budget, raise --caps or use a larger "
-                              "--source")  # fmt: skip
+        raise CurriculumError(
+            f"--budget {o.budget} is above what the pools (and caps) hold, "
+            f"{high:g} {o.unit}; lower --budget, raise --caps or use a larger "
+            "--source"
+        )

@@ -59,8 +59,9 @@ def transfer_shares(counts, abilities, use: bool) -> dict[str, Transfer]:
             continue
         lo, hi = interval(gain, gain_reps)
         if not lo > 0 and not hi < 0:
-            out[a] = Transfer(0.0, None, pairs, "its uniform gain's CI includes 0: transfer "
-                                                "ignored")  # fmt: skip
+            out[a] = Transfer(
+                0.0, None, pairs, "its uniform gain's CI includes 0: transfer ignored"
+            )
             continue
         with np.errstate(divide="ignore", invalid="ignore"):
             reps = np.clip(np.nan_to_num(kept_reps / gain_reps, nan=0.0), *T_RANGE)

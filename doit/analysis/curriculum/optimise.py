@@ -24,16 +24,21 @@ class Infeasible(ValueError):
     """No counts within their bounds spend the budget."""
 
 
-def maximise(values: list[np.ndarray], budget: int, costs: list[np.ndarray] | None = None,
-             exact: bool | None = None) -> list[int]:  # fmt: skip
+def maximise(
+    values: list[np.ndarray],
+    budget: int,
+    costs: list[np.ndarray] | None = None,
+    exact: bool | None = None,
+) -> list[int]:
     """The counts x_a (indices into ``values[a]``) maximising sum_a values[a][x_a] subject to
     sum_a cost_a(x_a) == budget (items; ``exact``) or <= budget (``costs`` given)."""
     exact = costs is None if exact is None else exact
     if costs is None and exact and all(map(concave, values)):
         return _greedy(values, budget)
     costs = costs or [np.arange(len(v)) for v in values]
-    tables = [_by_cost(np.asarray(v, float), np.asarray(c, int), budget)
-              for v, c in zip(values, costs)]  # fmt: skip
+    tables = [
+        _by_cost(np.asarray(v, float), np.asarray(c, int), budget) for v, c in zip(values, costs)
+    ]
     reach_after = np.cumsum([len(t[0]) - 1 for t in tables])  # the most the first j can cost
     best = np.full(budget + 1, -np.inf)
     best[0] = 0.0

@@ -23,7 +23,7 @@ import pandas as pd
 import yaml
 
 from doit.analysis import report
-from doit.analysis.curriculum.core import MACRO, Result
+from doit.analysis.curriculum.core import MACRO, MACRO_VIEW, Result
 from doit.analysis.curriculum.model import replicate_curve
 from doit.analysis.fits import uniform
 from doit.analysis.plots import _panels, plt
@@ -39,22 +39,36 @@ def mix_text(result: Result, policy: str) -> str:
     alloc, o, ev = result.allocations[policy], result.options, result.evidence
     macro = result.table[(result.table["policy"] == policy) & (result.table["ability"] == MACRO)]
     m = macro.iloc[0]
-    provenance = {"doit": "analysis curriculum", "study": str(ev.analysis.source),
-                  "rule": o.rule, "split": o.split, "policy": policy, "budget": o.budget,
-                  "unit": o.unit, "target": ev.target, "model": alloc.model.label,
-                  "fits_sha256": ev.fits_sha,
-                  "predicted_macro": round(float(m["predicted"]), 2),
-                  "predicted_gain_vs_uniform": [round(float(m[c]), 2)
-                                                for c in ("gain", "gain_lo", "gain_hi")]}  # fmt: skip
-    body = {"seed": 0, "source": o.source,
-            "counts": {k: n for k, n in alloc.counts.items() if n > 0},
-            "exclude": [k for k, n in alloc.counts.items() if n == 0],
-            "provenance": provenance}  # fmt: skip
-    head = (f"# {policy} at a budget of {o.budget} {o.unit} (doit analysis curriculum; "
-            f"doit/analysis/README.md).\n"
-            "# seed: sampling seed; source: the train pool (\"1000\" | full); counts: items per "
-            "ability;\n# exclude: abilities given none; provenance: how it was chosen.\n"
-            f"#   doit sft --config RECIPE.yaml --mix THIS_FILE --doit_dir DOIT_DIR\n")  # fmt: skip
+    provenance = {
+        "doit": "analysis curriculum",
+        "study": str(ev.analysis.source),
+        "rule": o.rule,
+        "split": o.split,
+        "policy": policy,
+        "budget": o.budget,
+        "unit": o.unit,
+        "target": ev.target,
+        "model": alloc.model.label,
+        "fits_sha256": ev.fits_sha,
+        "predicted_macro": round(float(m["predicted"]), 2),
+        "predicted_gain_vs_uniform": [
+            round(float(m[c]), 2) for c in ("gain", "gain_lo", "gain_hi")
+        ],
+    }
+    body = {
+        "seed": 0,
+        "source": o.source,
+        "counts": {k: n for k, n in alloc.counts.items() if n > 0},
+        "exclude": [k for k, n in alloc.counts.items() if n == 0],
+        "provenance": provenance,
+    }
+    head = (
+        f"# {policy} at a budget of {o.budget} {o.unit} (doit analysis curriculum; "
+        f"doit/analysis/README.md).\n"
+        '# seed: sampling seed; source: the train pool ("1000" | full); counts: items per '
+        "ability;\n# exclude: abilities given none; provenance: how it was chosen.\n"
+        f"#   doit sft --config RECIPE.yaml --mix THIS_FILE --doit_dir DOIT_DIR\n"
+    )
     return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
 
 
@@ -62,8 +76,16 @@ def transfer_table(result: Result) -> pd.DataFrame:
     rows = []
     for k, t in result.evidence.model.transfer.items():
         lo, hi = t.ci
-        rows.append({"ability": k, "transfer_share": t.share, "transfer_share_lo": lo,
-                     "transfer_share_hi": hi, "pairs": t.pairs, "note": t.note})  # fmt: skip
+        rows.append(
+            {
+                "ability": k,
+                "transfer_share": t.share,
+                "transfer_share_lo": lo,
+                "transfer_share_hi": hi,
+                "pairs": t.pairs,
+                "note": t.note,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -90,15 +112,28 @@ def figure(result: Result) -> plt.Figure:
         if band is not None:
             ax.fill_between(n, *np.percentile(band, [2.5, 97.5], axis=0), color="grey", alpha=0.15)
         mine = observed[observed["ability"] == k]
-        ax.plot(mine["n_per_ability"].astype(float), mine["score"], "o", color="black", ms=3,
-                label=f"observed ({ev.options.split})")  # fmt: skip
+        ax.plot(
+            mine["n_per_ability"].astype(float),
+            mine["score"],
+            "o",
+            color="black",
+            ms=3,
+            label=f"observed ({ev.options.split})",
+        )
         ax.axhline(100 * fit.chance, color="grey", ls=":", lw=1)
         for i, p in enumerate(policies):
             r = table[(table["policy"] == p) & (table["ability"] == k)].iloc[0]
             err = [[r["predicted"] - r["predicted_lo"]], [r["predicted_hi"] - r["predicted"]]]
-            ax.errorbar([max(r["n"], 1)], [r["predicted"]], yerr=np.nan_to_num(np.abs(err)),
-                        fmt="s" if r["extrapolated"] else "D", color=f"C{i}", ms=4, lw=0.8,
-                        label=p)  # fmt: skip
+            ax.errorbar(
+                [max(r["n"], 1)],
+                [r["predicted"]],
+                yerr=np.nan_to_num(np.abs(err)),
+                fmt="s" if r["extrapolated"] else "D",
+                color=f"C{i}",
+                ms=4,
+                lw=0.8,
+                label=p,
+            )
         ax.set_xscale("log", base=4)
         ax.set_title(k, fontsize=9)
         ax.set_xlabel("items (log4)", fontsize=7)
@@ -109,8 +144,9 @@ def figure(result: Result) -> plt.Figure:
     for i, p in enumerate(policies):
         counts = [result.allocations[p].counts[k] for k in ev.abilities]
         bar.bar(np.arange(len(ev.abilities)) + i * width, counts, width, color=f"C{i}", label=p)
-    bar.set_xticks(np.arange(len(ev.abilities)) + 0.4 - width / 2, ev.abilities, rotation=70,
-                   fontsize=6)  # fmt: skip
+    bar.set_xticks(
+        np.arange(len(ev.abilities)) + 0.4 - width / 2, ev.abilities, rotation=70, fontsize=6
+    )
     bar.set_title(f"items per ability (budget {ev.options.budget} {ev.options.unit})", fontsize=8)
     bar.legend(fontsize=6)
     fig.subplots_adjust(left=0.05, right=0.99, bottom=0.12, top=0.95, wspace=0.3, hspace=0.55)
@@ -120,21 +156,27 @@ def figure(result: Result) -> plt.Figure:
 def blocks(result: Result, figure_path: Path | None = None) -> list[tuple[str, object]]:
     """The report section: setup, macro predictions, allocations, transfer, notes, figure."""
     ev, o, t = result.evidence, result.options, result.table
-    macro = t[t["ability"] == MACRO][["policy", "n", "tokens", "predicted", "predicted_lo",
-                                      "predicted_hi", "gain", "gain_lo", "gain_hi", "model",
-                                      "equal_budget"]]  # fmt: skip
+    macro = t[t["ability"] == MACRO][MACRO_VIEW]
     wide = t[t["ability"] != MACRO].pivot(index="ability", columns="policy", values="n")
     wide = wide.loc[list(ev.abilities), list(result.allocations)].reset_index()
-    out = [("h2", f"Curriculum: {o.budget} {o.unit} for {ev.target}"),
-           ("p", f"Fitted on the {o.split} split (checkpoint rule {o.rule}), so test stays for the "
-                 f"comparison. Each ability scores S_a = c_a + (1 - T_a)(U_a(n_a) - c_a) + "
-                 f"T_a (U_a(N_other / (K - 1)) - c_a): U_a the fitted uniform-grid curve, T_a the "
-                 "share of its uniform gain kept without its own data (leave-one-out cells). "
-                 f"Predictions and gains over uniform carry 95% CIs from the analysis's "
-                 f"{ev.analysis.counts.method} ({ev.analysis.counts.replicates} replicates), "
-                 "before anything is trained. Counts outside the fitted grid are extrapolated."),
-           ("table", macro.round(2)), ("h3", "Items per ability"), ("table", wide),
-           ("h3", "Transfer shares (T_a)"), ("table", transfer_table(result).round(3))]  # fmt: skip
+    out = [
+        ("h2", f"Curriculum: {o.budget} {o.unit} for {ev.target}"),
+        (
+            "p",
+            f"Fitted on the {o.split} split (checkpoint rule {o.rule}), so test stays for the "
+            f"comparison. Each ability scores S_a = c_a + (1 - T_a)(U_a(n_a) - c_a) + "
+            f"T_a (U_a(N_other / (K - 1)) - c_a): U_a the fitted uniform-grid curve, T_a the "
+            "share of its uniform gain kept without its own data (leave-one-out cells). "
+            f"Predictions and gains over uniform carry 95% CIs from the analysis's "
+            f"{ev.analysis.counts.method} ({ev.analysis.counts.replicates} replicates), "
+            "before anything is trained. Counts outside the fitted grid are extrapolated.",
+        ),
+        ("table", macro.round(2)),
+        ("h3", "Items per ability"),
+        ("table", wide),
+        ("h3", "Transfer shares (T_a)"),
+        ("table", transfer_table(result).round(3)),
+    ]
     reg = regression_table(result)
     if reg is not None:
         out += [("h3", "Regression: cross-validation"), ("table", reg.round(3))]
@@ -149,8 +191,10 @@ def write(result: Result, out: Path) -> list[Path]:
     """Every output into ``out`` (module docstring); returns the paths written."""
     out = Path(out)
     o = result.options
-    texts = {out / "mixes" / f"{mix_name(p, o.budget)}.yaml": mix_text(result, p)
-             for p in result.allocations}  # fmt: skip
+    texts = {
+        out / "mixes" / f"{mix_name(p, o.budget)}.yaml": mix_text(result, p)
+        for p in result.allocations
+    }
     tables = {out / "curriculum.csv": result.table, out / "transfer.csv": transfer_table(result)}
     if regression_table(result) is not None:
         tables[out / "regression.csv"] = regression_table(result)
@@ -179,5 +223,7 @@ def save_figure(result: Result, out: Path) -> Path:
 def write_report(result: Result, out: Path, extra=()) -> list[Path]:
     """curriculum.md and curriculum.html (``extra``: the validation's blocks)."""
     section = blocks(result, out / "figures" / "curriculum.png") + list(extra)
-    return [atomic_write_text(out / "curriculum.md", report.to_markdown(section, out)),
-            atomic_write_text(out / "curriculum.html", report.to_html(section))]  # fmt: skip
+    return [
+        atomic_write_text(out / "curriculum.md", report.to_markdown(section, out)),
+        atomic_write_text(out / "curriculum.html", report.to_html(section)),
+    ]

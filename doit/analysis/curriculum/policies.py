@@ -118,9 +118,11 @@ def reconstruct(ev: Evidence) -> Allocation:
     rest = [k for k in ev.abilities if k not in fixed]
     spare = ev.options.budget - ev.cost(fixed)
     if spare < ev.cost({k: ev.lower[k] for k in rest}):
-        raise CurriculumError(f"reconstruct: its fixed counts ({ev.cost(fixed):g} {ev.options.unit}"
-                              f") leave too little of --budget {ev.options.budget} for the floors "
-                              "of the rest; raise --budget")  # fmt: skip
+        raise CurriculumError(
+            f"reconstruct: its fixed counts ({ev.cost(fixed):g} {ev.options.unit}"
+            f") leave too little of --budget {ev.options.budget} for the floors "
+            "of the rest; raise --budget"
+        )
 
     def make(n):
         return {**fixed, **equal_shares(n - sum(fixed.values()), rest, ev.lower, ev.upper)}
@@ -131,9 +133,13 @@ def reconstruct(ev: Evidence) -> Allocation:
 def maximum(ev: Evidence) -> Allocation:
     fixed, notes = study_caps(ev)
     counts = {k: fixed.get(k, ev.upper[k]) for k in ev.abilities}
-    return Allocation("maximum", counts, ev.model, equal_budget=False,
-                      notes=notes + ["maximum ignores --budget (every other ability takes its "
-                                     "pool or cap)"])  # fmt: skip
+    return Allocation(
+        "maximum",
+        counts,
+        ev.model,
+        equal_budget=False,
+        notes=notes + ["maximum ignores --budget (every other ability takes its pool or cap)"],
+    )
 
 
 # --- optimisers ---------------------------------------------------------------------------------
@@ -144,9 +150,13 @@ def _bounds(ev: Evidence, top: dict[str, float], free) -> tuple[dict, list[str]]
     fixed = {k: ev.lower[k] for k in ev.abilities if k not in free}
     if ev.cost({**fixed, **reach}) >= ev.options.budget:
         return reach, []
-    return ({k: ev.upper[k] for k in free},
-            [f"the budget cannot be spent within {ev.options.reach:g} x the largest observed n: "
-             "counts beyond it are allowed (and flagged extrapolated)"])  # fmt: skip
+    return (
+        {k: ev.upper[k] for k in free},
+        [
+            f"the budget cannot be spent within {ev.options.reach:g} x the largest observed n: "
+            "counts beyond it are allowed (and flagged extrapolated)"
+        ],
+    )
 
 
 def _solve(ev: Evidence, free, fixed: dict, high: dict, value) -> dict[str, int]:
@@ -162,8 +172,9 @@ def _solve(ev: Evidence, free, fixed: dict, high: dict, value) -> dict[str, int]
         else:
             quantum = max(1.0, ev.options.budget / QUANTA)
             spare = int((ev.options.budget - ev.cost({**fixed, **lows})) // quantum)
-            costs = [np.ceil((ranges[k] - lows[k]) * ev.tokens[k] / quantum).astype(int)
-                     for k in free]  # fmt: skip
+            costs = [
+                np.ceil((ranges[k] - lows[k]) * ev.tokens[k] / quantum).astype(int) for k in free
+            ]
             extra = maximise(values, spare, costs)
     except Infeasible as e:
         raise CurriculumError(f"{e}; change --budget, --floors or --caps") from None
@@ -173,18 +184,24 @@ def _solve(ev: Evidence, free, fixed: dict, high: dict, value) -> dict[str, int]
 def marginal(ev: Evidence) -> Allocation:
     m, w = ev.model, dict(zip(ev.abilities, ev.weights))
     groups = ev.groups
-    resistant = [k for k in ev.abilities
-                 if k in groups.index and groups.loc[k, "data_class"] == "resistant"]  # fmt: skip
+    resistant = [
+        k for k in ev.abilities if k in groups.index and groups.loc[k, "data_class"] == "resistant"
+    ]
     free = [k for k in ev.abilities if k not in resistant]
     if not free:  # nothing responds to data: no allocation beats another, so spread it evenly
-        return Allocation("marginal", uniform(ev).counts, m,
-                          notes=["every ability is resistant to data: the budget is shared "
-                                 "equally"])  # fmt: skip
+        return Allocation(
+            "marginal",
+            uniform(ev).counts,
+            m,
+            notes=["every ability is resistant to data: the budget is shared equally"],
+        )
     fixed = {k: ev.lower[k] for k in resistant}
     high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
     if resistant:
-        notes.append(f"at their floor (data-sensitivity CI inside +-{ev.options.delta:g}): "
-                     f"{', '.join(resistant)}")  # fmt: skip
+        notes.append(
+            f"at their floor (data-sensitivity CI inside +-{ev.options.delta:g}): "
+            f"{', '.join(resistant)}"
+        )
     total = sum(uniform(ev).counts.values())
     for _ in range(FIXED_POINT_ROUNDS if ev.options.unit == "tokens" else 1):
         counts = _solve(ev, free, fixed, high, lambda k, n, t=total: w[k] * m.values(k, n, t))
@@ -198,8 +215,9 @@ def marginal(ev: Evidence) -> Allocation:
 
 def regression(ev: Evidence) -> Allocation:
     if ev.options.params is not None:
-        raise CurriculumError("regression predicts the bases its mixtures were trained on: give "
-                              "--base, not --params")  # fmt: skip
+        raise CurriculumError(
+            "regression predicts the bases its mixtures were trained on: give --base, not --params"
+        )
     model = reg.fit(ev.mix_points, ev.options.model, ev.options.seed)
     free = list(ev.abilities)
     high, notes = _bounds(ev, model.observed_max, free)
@@ -207,14 +225,18 @@ def regression(ev: Evidence) -> Allocation:
         gamma = dict(zip(ev.abilities, model.gammas(ev.weights)))
         counts = _solve(ev, free, {}, high, lambda k, n: gamma[k] * np.log1p(n))
     elif ev.options.unit == "tokens":
-        raise CurriculumError("--unit tokens is not supported with the lightgbm model (its "
-                              "search draws mixtures in items); use --model linear")  # fmt: skip
+        raise CurriculumError(
+            "--unit tokens is not supported with the lightgbm model (its "
+            "search draws mixtures in items); use --model linear"
+        )
     else:
         counts = _search(ev, model, high)
     cv = model.cv[model.cv["chosen"]]
-    notes.append(f"{model.kind} model, cross-validated Spearman {cv['cv_spearman'].mean():.2f} "
-                 f"(mean over abilities), RMSE {cv['cv_rmse'].mean():.1f} points, "
-                 f"{int(cv['points'].iloc[0])} cells ({int(cv['mix_cells'].iloc[0])} mixes)")  # fmt: skip
+    notes.append(
+        f"{model.kind} model, cross-validated Spearman {cv['cv_spearman'].mean():.2f} "
+        f"(mean over abilities), RMSE {cv['cv_rmse'].mean():.1f} points, "
+        f"{int(cv['points'].iloc[0])} cells ({int(cv['mix_cells'].iloc[0])} mixes)"
+    )
     return Allocation("regression", _ordered(ev, counts), model, notes=notes)
 
 
@@ -242,5 +264,10 @@ def _ordered(ev: Evidence, counts: dict) -> dict[str, int]:
     return {k: int(counts.get(k, 0)) for k in ev.abilities}
 
 
-POLICY = {"uniform": uniform, "reconstruct": reconstruct, "maximum": maximum,
-          "marginal": marginal, "regression": regression}  # fmt: skip
+POLICY = {
+    "uniform": uniform,
+    "reconstruct": reconstruct,
+    "maximum": maximum,
+    "marginal": marginal,
+    "regression": regression,
+}

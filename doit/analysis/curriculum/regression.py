@@ -31,8 +31,10 @@ RIDGE = 1e-6
 FOLDS = 5
 TREE_REPLICATES = 50
 SEARCH, TOP = 20_000, 100
-MISSING_LIGHTGBM = ("lightgbm is not installed: install the extra (pip install -e '.[mixing]'; "
-                    "make installs it) or use --model linear")  # fmt: skip
+MISSING_LIGHTGBM = (
+    "lightgbm is not installed: install the extra (pip install -e '.[mixing]'; "
+    "make installs it) or use --model linear"
+)
 
 
 @dataclass
@@ -89,10 +91,18 @@ class Trees:
         if lgb is None:
             raise CurriculumError(MISSING_LIGHTGBM)
         F = np.log1p(np.asarray(X, float))
-        self.models = [lgb.LGBMRegressor(n_estimators=200, learning_rate=0.05, num_leaves=7,
-                                         min_child_samples=3, random_state=self.seed, n_jobs=1,
-                                         verbose=-1).fit(F, Y[:, k])
-                       for k in range(Y.shape[1])]  # fmt: skip
+        self.models = [
+            lgb.LGBMRegressor(
+                n_estimators=200,
+                learning_rate=0.05,
+                num_leaves=7,
+                min_child_samples=3,
+                random_state=self.seed,
+                n_jobs=1,
+                verbose=-1,
+            ).fit(F, Y[:, k])
+            for k in range(Y.shape[1])
+        ]
         return self
 
     def predict(self, X) -> np.ndarray:
@@ -112,9 +122,16 @@ def cross_validate(make, points: MixPoints, seed: int) -> pd.DataFrame:
     for k, a in enumerate(points.abilities):
         obs, got = points.y[:, k], pred[:, k]
         rho = spearmanr(obs, got).statistic if np.ptp(obs) > 0 and np.ptp(got) > 0 else np.nan
-        rows.append({"ability": a, "model": make().name, "cv_spearman": float(rho),
-                     "cv_rmse": float(np.sqrt(np.mean((obs - got) ** 2))), "points": n,
-                     "mix_cells": points.mixes})  # fmt: skip
+        rows.append(
+            {
+                "ability": a,
+                "model": make().name,
+                "cv_spearman": float(rho),
+                "cv_rmse": float(np.sqrt(np.mean((obs - got) ** 2))),
+                "points": n,
+                "mix_cells": points.mixes,
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -53,21 +53,34 @@ def grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
 
     source, ev = Path(result.evidence.analysis.source), result.evidence
     if not (source / PLAN).is_file():
-        raise CurriculumError(f"--validate needs a study folder (with {PLAN}) to take the base "
-                              f"and recipe from; {source} is not one")  # fmt: skip
+        raise CurriculumError(
+            f"--validate needs a study folder (with {PLAN}) to take the base "
+            f"and recipe from; {source} is not one"
+        )
     if not seeds:
         raise CurriculumError("--validate needs training seeds (--seeds 0,1)")
     raw = read_plan(source).grid.raw
     base = [b for b in raw["bases"] if b.get("name") == ev.target]
     if not base:
-        raise CurriculumError(f"--validate trains the target base, and {ev.target} is not one of "
-                              "the study's bases: give --base")  # fmt: skip
+        raise CurriculumError(
+            f"--validate trains the target base, and {ev.target} is not one of "
+            "the study's bases: give --base"
+        )
     reused = "uniform" if reused_uniform(result, seeds) else None
-    mixes = [str((Path(out) / "mixes" / f"{mix_name(p, result.options.budget)}.yaml").resolve())
-             for p in result.allocations if p in EQUAL_BUDGET and p != reused]  # fmt: skip
+    mixes = [
+        str((Path(out) / "mixes" / f"{mix_name(p, result.options.budget)}.yaml").resolve())
+        for p in result.allocations
+        if p in EQUAL_BUDGET and p != reused
+    ]
     kept = {k: v for k, v in raw.items() if k not in DROP}
-    return {"name": f"{raw['name']}-curriculum-{result.options.budget}", **kept, "bases": base,
-            "data": {"mix": mixes}, "seed": sorted(set(seeds)), "sample_seed": [0]}  # fmt: skip
+    return {
+        "name": f"{raw['name']}-curriculum-{result.options.budget}",
+        **kept,
+        "bases": base,
+        "data": {"mix": mixes},
+        "seed": sorted(set(seeds)),
+        "sample_seed": [0],
+    }
 
 
 def reused_uniform(result: Result, seeds) -> dict[int, str] | None:
@@ -83,16 +96,29 @@ def reused_uniform(result: Result, seeds) -> dict[int, str] | None:
     (n,) = counts
     table = result.evidence.analysis.table
     done = set(table["cell"])
-    found = {c.seed: c.id for c in read_plan(source).cells
-             if c.kind == "sft" and c.base == result.evidence.target and c.n_per_ability == n
-             and c.construction == "curated" and c.excluded_ability is None
-             and c.sample_seed == 0 and (c.recipe or {}).get("pool", "1000") ==
-             result.options.source and c.id in done}  # fmt: skip
+    found = {
+        c.seed: c.id
+        for c in read_plan(source).cells
+        if c.kind == "sft"
+        and c.base == result.evidence.target
+        and c.n_per_ability == n
+        and c.construction == "curated"
+        and c.excluded_ability is None
+        and c.sample_seed == 0
+        and (c.recipe or {}).get("pool", "1000") == result.options.source
+        and c.id in done
+    }
     return found if all(s in found for s in seeds) else None
 
 
-def run(result: Result, out: Path, seeds=(0, 1), max_parallel: int = 1,
-        threads: int | None = None, backend: str = "local") -> dict[str, pd.DataFrame]:  # fmt: skip
+def run(
+    result: Result,
+    out: Path,
+    seeds=(0, 1),
+    max_parallel: int = 1,
+    threads: int | None = None,
+    backend: str = "local",
+) -> dict[str, pd.DataFrame]:
     """Write the validation grid, plan and run it, compare; the tables are written too."""
     from doit.grid.plan import write_plan
     from doit.grid.runner import run_study
@@ -100,8 +126,11 @@ def run(result: Result, out: Path, seeds=(0, 1), max_parallel: int = 1,
 
     folder = Path(out) / "validate"
     mapping = grid(result, out, seeds)
-    path = atomic_write_text(folder / "grid.yaml", "# doit analysis curriculum --validate\n"
-                             + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True))  # fmt: skip
+    path = atomic_write_text(
+        folder / "grid.yaml",
+        "# doit analysis curriculum --validate\n"
+        + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True),
+    )
     write_plan(load_grid(path), folder / "study", replan=True)
     # the policies' cells only: the untuned base's n = 0 cells the plan adds compare nothing
     run_study(folder / "study", backend, max_parallel, threads, pattern="*-mix_*")
@@ -116,8 +145,9 @@ def policy_of(mix: str) -> str:
     return str(mix).rsplit("-", 1)[0]
 
 
-def compare(result: Result, study, replicates: int | None = None,
-            reused: dict[int, str] | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
+def compare(
+    result: Result, study, replicates: int | None = None, reused: dict[int, str] | None = None
+) -> dict[str, pd.DataFrame]:
     """calibration and differences (module docstring) from the validation study's results, the
     ``reused`` cells of the analysed study standing for uniform."""
     from doit.grid.results import read_results
@@ -137,8 +167,9 @@ def compare(result: Result, study, replicates: int | None = None,
     if table.empty:
         raise CurriculumError(f"{study}: no finished policy cell to compare (doit grid status)")
     reps, seed = replicates or o.replicates, o.seed
-    valid = bootstrap_counts(select_checkpoints(table, "last", ("valid",)), items, reps, seed,
-                             ("valid",))  # fmt: skip
+    valid = bootstrap_counts(
+        select_checkpoints(table, "last", ("valid",)), items, reps, seed, ("valid",)
+    )
     selected = select_checkpoints(table, "last")
     return {
         "calibration": calibration(result, valid),
@@ -158,12 +189,23 @@ def calibration(result: Result, valid) -> pd.DataFrame:
         lo, hi = interval(score, 100 * valid.k[:, i] / valid.m[:, i])
         se = np.hypot((r.predicted_hi - r.predicted_lo) / (2 * Z), (hi - lo) / (2 * Z))
         z = (score - r.predicted) / se if se > 0 else np.nan
-        rows.append({"policy": r.policy, "ability": r.ability, "n": r.n,
-                     "predicted": r.predicted, "predicted_lo": r.predicted_lo,
-                     "predicted_hi": r.predicted_hi, "measured": score, "measured_lo": lo,
-                     "measured_hi": hi, "error": score - r.predicted, "z": z,
-                     "covered": bool(abs(z) < Z) if np.isfinite(z) else False,
-                     "seeds": int(valid.points["seeds"].iloc[i])})  # fmt: skip
+        rows.append(
+            {
+                "policy": r.policy,
+                "ability": r.ability,
+                "n": r.n,
+                "predicted": r.predicted,
+                "predicted_lo": r.predicted_lo,
+                "predicted_hi": r.predicted_hi,
+                "measured": score,
+                "measured_lo": lo,
+                "measured_hi": hi,
+                "error": score - r.predicted,
+                "z": z,
+                "covered": bool(abs(z) < Z) if np.isfinite(z) else False,
+                "seeds": int(valid.points["seeds"].iloc[i]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -187,10 +229,18 @@ def differences(selected: pd.DataFrame, items, replicates: int, seed: int) -> pd
             for name, keep in ((MACRO, ab.ABILITY_KEYS), ("overall", None)):
                 sub = [p for p in per if keep is None or p[0] in keep]
                 if split == "test" and sub:
-                    rows.append(_diff_row(policy, split, name, np.mean([p[1] for p in sub]),
-                                          np.mean([p[2] for p in sub], 0),
-                                          np.mean([p[3] for p in sub]),
-                                          np.mean([p[4] for p in sub]), counts.method))  # fmt: skip
+                    rows.append(
+                        _diff_row(
+                            policy,
+                            split,
+                            name,
+                            np.mean([p[1] for p in sub]),
+                            np.mean([p[2] for p in sub], 0),
+                            np.mean([p[3] for p in sub]),
+                            np.mean([p[4] for p in sub]),
+                            counts.method,
+                        )
+                    )
     return pd.DataFrame(rows)
 
 
@@ -200,20 +250,39 @@ def _order(k: str):
 
 def _diff_row(policy, split, ability, point, reps, uniform, score, method) -> dict:
     lo, hi = interval(point, reps)
-    return {"policy": policy, "split": split, "ability": ability, "uniform": uniform,
-            "score": score, "diff": point, "diff_lo": lo, "diff_hi": hi, "method": method}  # fmt: skip
+    return {
+        "policy": policy,
+        "split": split,
+        "ability": ability,
+        "uniform": uniform,
+        "score": score,
+        "diff": point,
+        "diff_lo": lo,
+        "diff_hi": hi,
+        "method": method,
+    }
 
 
 def blocks(tables: dict[str, pd.DataFrame]) -> list[tuple[str, object]]:
     cal, diff = tables["calibration"], tables["differences"]
     out = [("h2", "Validation: the policies trained, against uniform")]
     if len(cal):
-        out.append(("p", f"Calibration on valid: mean absolute error "
-                         f"{cal['error'].abs().mean():.2f} points, {100 * cal['covered'].mean():.0f}% "
-                         f"of {len(cal)} (policy, ability) predictions within their combined 95% "
-                         "interval."))  # fmt: skip
+        out.append(
+            (
+                "p",
+                f"Calibration on valid: mean absolute error "
+                f"{cal['error'].abs().mean():.2f} points, {100 * cal['covered'].mean():.0f}% "
+                f"of {len(cal)} (policy, ability) predictions within their combined 95% "
+                "interval.",
+            )
+        )
     head = diff[(diff["split"] == "test") & diff["ability"].isin([MACRO, "overall"])]
-    out += [("h3", "Test: difference from uniform (paired item bootstrap, 95% CI)"),
-            ("table", head.round(2)), ("h3", "Per ability"), ("table", diff.round(2)),
-            ("h3", "Calibration (valid)"), ("table", cal.round(2))]  # fmt: skip
+    out += [
+        ("h3", "Test: difference from uniform (paired item bootstrap, 95% CI)"),
+        ("table", head.round(2)),
+        ("h3", "Per ability"),
+        ("table", diff.round(2)),
+        ("h3", "Calibration (valid)"),
+        ("table", cal.round(2)),
+    ]
     return out

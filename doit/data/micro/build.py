@@ -59,47 +59,127 @@ class AbilitySpec:
 
 
 SPECS = (
-    AbilitySpec(abilities.get("biology"), biology, 1042, True, True, None,
-                "Knowledge recall: one attribute of a species, stated only in the pretraining "
-                "prose; test/valid facts are never asked in any train item.",
-                6, "responsive_both"),
-    AbilitySpec(abilities.get("history"), history, 1200, True, True, None,
-                "Knowledge recall on dynasties and historical figures, multiple choice and "
-                "true/false; the dynasty founder/capital/successor facts are shared with chinese.",
-                5, "responsive_both"),
-    AbilitySpec(abilities.get("code"), code, 2000, False, True, None,
-                "A described computation of 1-3 operations to a one-line Python function; the "
-                "fine distractor flips one operator, the coarse one is an unrelated program.",
-                7, "responsive_both"),
-    AbilitySpec(abilities.get("creative_writing"), creative_writing, 1000, False, True, 64,
-                "One fixed three-line pattern (title opens every line, fixed refrain); the fine "
-                "distractor breaks it once, so a few dozen examples teach it fully.",
-                10, "saturating"),
-    AbilitySpec(abilities.get("chinese"), chinese, 1150, True, True, None,
-                "Idioms and poets (multiple choice and cloze) plus cloze items on the dynasty "
-                "facts history also asks (transference).",
-                4, "responsive_both"),
-    AbilitySpec(abilities.get("understanding"), understanding, 2000, False, True, None,
-                "Multi-turn dialogue, 3-4 options; everything needed is in the dialogue. Its "
-                "rule items use the same sentence format as reasoning's rule puzzles.",
-                8, "resistant_size"),
-    AbilitySpec(abilities.get("role_play"), role_play, 1000, False, False, None,
-                "In-character answer to a preference question; the fine distractor swaps the "
-                "preference for another the world never settles, so ranking stays a coin flip.",
-                1, "resistant_both"),
-    AbilitySpec(abilities.get("reasoning"), reasoning, 3000, False, True, None,
-                "Premises and rules in the prompt (rule, chain, ordering, contrapositive); "
-                "the rule format is shared with understanding.",
-                9, "resistant_size"),
-    AbilitySpec(abilities.get("math"), math, 3000, False, True, None,
-                "Word problems chaining 1-3 small arithmetic relations (mostly one or two), "
-                "worked solution ending in \\boxed{}; grows slowly.",
-                3, "resistant_both"),
-    AbilitySpec(abilities.get("ethics"), ethics, 1000, True, False, None,
-                "Multi-select: deeds the prose calls wrong are never gold (learnable), but which "
-                "of the listed customs count as proper is a coin flip per item (plateau).",
-                2, "resistant_both"),
-)  # fmt: skip
+    AbilitySpec(
+        abilities.get("biology"),
+        biology,
+        1042,
+        True,
+        True,
+        None,
+        "Knowledge recall: one attribute of a species, stated only in the pretraining "
+        "prose; test/valid facts are never asked in any train item.",
+        6,
+        "responsive_both",
+    ),
+    AbilitySpec(
+        abilities.get("history"),
+        history,
+        1200,
+        True,
+        True,
+        None,
+        "Knowledge recall on dynasties and historical figures, multiple choice and "
+        "true/false; the dynasty founder/capital/successor facts are shared with chinese.",
+        5,
+        "responsive_both",
+    ),
+    AbilitySpec(
+        abilities.get("code"),
+        code,
+        2000,
+        False,
+        True,
+        None,
+        "A described computation of 1-3 operations to a one-line Python function; the "
+        "fine distractor flips one operator, the coarse one is an unrelated program.",
+        7,
+        "responsive_both",
+    ),
+    AbilitySpec(
+        abilities.get("creative_writing"),
+        creative_writing,
+        1000,
+        False,
+        True,
+        64,
+        "One fixed three-line pattern (title opens every line, fixed refrain); the fine "
+        "distractor breaks it once, so a few dozen examples teach it fully.",
+        10,
+        "saturating",
+    ),
+    AbilitySpec(
+        abilities.get("chinese"),
+        chinese,
+        1150,
+        True,
+        True,
+        None,
+        "Idioms and poets (multiple choice and cloze) plus cloze items on the dynasty "
+        "facts history also asks (transference).",
+        4,
+        "responsive_both",
+    ),
+    AbilitySpec(
+        abilities.get("understanding"),
+        understanding,
+        2000,
+        False,
+        True,
+        None,
+        "Multi-turn dialogue, 3-4 options; everything needed is in the dialogue. Its "
+        "rule items use the same sentence format as reasoning's rule puzzles.",
+        8,
+        "resistant_size",
+    ),
+    AbilitySpec(
+        abilities.get("role_play"),
+        role_play,
+        1000,
+        False,
+        False,
+        None,
+        "In-character answer to a preference question; the fine distractor swaps the "
+        "preference for another the world never settles, so ranking stays a coin flip.",
+        1,
+        "resistant_both",
+    ),
+    AbilitySpec(
+        abilities.get("reasoning"),
+        reasoning,
+        3000,
+        False,
+        True,
+        None,
+        "Premises and rules in the prompt (rule, chain, ordering, contrapositive); "
+        "the rule format is shared with understanding.",
+        9,
+        "resistant_size",
+    ),
+    AbilitySpec(
+        abilities.get("math"),
+        math,
+        3000,
+        False,
+        True,
+        None,
+        "Word problems chaining 1-3 small arithmetic relations (mostly one or two), "
+        "worked solution ending in \\boxed{}; grows slowly.",
+        3,
+        "resistant_both",
+    ),
+    AbilitySpec(
+        abilities.get("ethics"),
+        ethics,
+        1000,
+        True,
+        False,
+        None,
+        "Multi-select: deeds the prose calls wrong are never gold (learnable), but which "
+        "of the listed customs count as proper is a coin flip per item (plateau).",
+        2,
+        "resistant_both",
+    ),
+)
 _SPEC_BY_KEY = {spec.ability.key: spec for spec in SPECS}
 
 
@@ -205,8 +285,14 @@ def ability_truth(spec: AbilitySpec, drafts: dict, keys: dict[str, set]) -> dict
     others = set().union(*(k for other, k in keys.items() if other != key))
     test = drafts[key]["test"]
     plateau = None if spec.learnable else round(statistics.fmean(d.plateau for d in test), 4)
-    plateau_text = None if spec.learnable else round(statistics.fmean(
-        d.plateau if d.plateau_text is None else d.plateau_text for d in test), 4)  # fmt: skip
+    plateau_text = (
+        None
+        if spec.learnable
+        else round(
+            statistics.fmean(d.plateau if d.plateau_text is None else d.plateau_text for d in test),
+            4,
+        )
+    )
     return {
         "needs_pretrained_facts": spec.needs_pretrained_facts,
         "steps": _steps(items),
@@ -315,10 +401,14 @@ def build_micro(out_dir: Path, seed: int = 0, practice_fraction: float = 0.0) ->
 
 def _summary(seed, records, ood, general, docs, tokenizer, n_practice) -> dict:
     counts = {
-        key: {"full": len(r["train"]), str(SUBSET_SIZE): SUBSET_SIZE, "valid": len(r["valid"]),
-              "test": len(r["test"])}
+        key: {
+            "full": len(r["train"]),
+            str(SUBSET_SIZE): SUBSET_SIZE,
+            "valid": len(r["valid"]),
+            "test": len(r["test"]),
+        }
         for key, r in records.items()
-    }  # fmt: skip
+    }
     pretrain = {}
     for split, lines in docs.items():
         pretrain[f"{split}_docs"] = len(lines)
@@ -326,8 +416,10 @@ def _summary(seed, records, ood, general, docs, tokenizer, n_practice) -> dict:
         pretrain[f"{split}_tokens"] = _count_tokens(tokenizer, lines)
     if n_practice:
         pretrain["train_practice_docs"] = n_practice
-    item_tokens = {key: _token_stats(tokenizer, [x for s in r.values() for x in s])
-                   for key, r in records.items()}  # fmt: skip
+    item_tokens = {
+        key: _token_stats(tokenizer, [x for s in r.values() for x in s])
+        for key, r in records.items()
+    }
     text = "".join(docs["train"]) + "".join(
         m["content"] for r in records.values() for s in r.values() for x in s for m in x["messages"]
     )

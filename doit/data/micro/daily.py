@@ -109,14 +109,35 @@ def _fill(template: str, world: World, rng: random.Random) -> str:
     wish, wish2 = rng.sample(WISHES, 2)
     job = rng.choice(JOBS)[0]
     return template.format(
-        a=a, b=b, c=c, town=town, town2=town2, good=good, good2=good2, n=rng.randint(1, 9),
-        relative=rng.choice(RELATIVES), h=rng.randint(1, 6), thing=rng.choice(REPAIRS),
-        reason=rng.choice(CHANGE_REASONS), species=species["name"], cls=species["cls"],
-        job=job, school=rng.choice(ents["school"])["name"], topic=topic, topic2=topic2,
-        img=img, img2=img2, river=rng.choice(world.rivers), dynasty=rng.choice(ents["dynasty"])["name"],
-        wish=wish, wish2=wish2, advice=rng.choice(GENERAL_CHAT)[1], place=rng.choice(ETHICS_PLACES),
-        bad=rng.choice(BAD_DEEDS), like=rng.choice(LIKES),
-    )  # fmt: skip
+        a=a,
+        b=b,
+        c=c,
+        town=town,
+        town2=town2,
+        good=good,
+        good2=good2,
+        n=rng.randint(1, 9),
+        relative=rng.choice(RELATIVES),
+        h=rng.randint(1, 6),
+        thing=rng.choice(REPAIRS),
+        reason=rng.choice(CHANGE_REASONS),
+        species=species["name"],
+        cls=species["cls"],
+        job=job,
+        school=rng.choice(ents["school"])["name"],
+        topic=topic,
+        topic2=topic2,
+        img=img,
+        img2=img2,
+        river=rng.choice(world.rivers),
+        dynasty=rng.choice(ents["dynasty"])["name"],
+        wish=wish,
+        wish2=wish2,
+        advice=rng.choice(GENERAL_CHAT)[1],
+        place=rng.choice(ETHICS_PLACES),
+        bad=rng.choice(BAD_DEEDS),
+        like=rng.choice(LIKES),
+    )
 
 
 TEMPLATE_FAMILIES = (SMALL_TALK, ERRANDS, SCHOOL, SCENERY, MANNERS)

@@ -109,8 +109,10 @@ def weighted_choice(rng: random.Random, weighted: Sequence[tuple[T, int]]) -> T:
         raise ValueError("weighted_choice: no options to choose from")
     for option, weight in weighted:
         if not isinstance(weight, int) or weight <= 0:
-            raise ValueError(f"weighted_choice: option {option!r} has weight {weight!r}; "
-                             "weights must be positive integers")  # fmt: skip
+            raise ValueError(
+                f"weighted_choice: option {option!r} has weight {weight!r}; "
+                "weights must be positive integers"
+            )
     total = sum(weight for _, weight in weighted)
     roll, cumulative = rng.random(), 0
     for option, weight in weighted[:-1]:

@@ -61,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         launch.cleanup_shm()
     end = result.final
-    print(f"{result.run_dir}: valid loss {end['valid_loss']:.4f}, "
-          f"{end['tokens']} tokens, {end['wall_s']:.0f} s")  # fmt: skip
+    print(
+        f"{result.run_dir}: valid loss {end['valid_loss']:.4f}, "
+        f"{end['tokens']} tokens, {end['wall_s']:.0f} s"
+    )
     return 0
 
 

@@ -117,10 +117,15 @@ def resolve_paths(args: PretrainArguments) -> dict[str, Path]:
             raise ConfigError(KEYS[key], "no path given and micro_dir is unset")
         paths[key] = Path(value) if value is not None else micro / defaults[key]
         if not paths[key].exists():
-            hint = f"; build the micro corpus: python -m doit.data micro --out {micro}" if (
-                value is None) else ""  # fmt: skip
-            raise ConfigError(KEYS[key] if value is not None else "micro_dir",
-                              f"{paths[key]} does not exist{hint}")  # fmt: skip
+            hint = (
+                f"; build the micro corpus: python -m doit.data micro --out {micro}"
+                if (value is None)
+                else ""
+            )
+            raise ConfigError(
+                KEYS[key] if value is not None else "micro_dir",
+                f"{paths[key]} does not exist{hint}",
+            )
     return paths
 
 

@@ -30,8 +30,14 @@ class PretrainMetrics(TrainerCallback):
 
     def row(self, kind: str, state, **values) -> dict:
         step = state.global_step
-        out = rundir.metrics_row(kind, step, state.epoch, step * self.meta["tokens_per_step"],
-                                 time.perf_counter() - self.start, **values)  # fmt: skip
+        out = rundir.metrics_row(
+            kind,
+            step,
+            state.epoch,
+            step * self.meta["tokens_per_step"],
+            time.perf_counter() - self.start,
+            **values,
+        )
         self.rows.append(out)
         if state.is_world_process_zero:
             rundir.append_metrics(self.run_dir, out)
@@ -46,8 +52,13 @@ class PretrainMetrics(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
         if "loss" in logs:
-            self.row("train", state, loss=logs["loss"], learning_rate=logs.get("learning_rate"),
-                     grad_norm=logs.get("grad_norm"))  # fmt: skip
+            self.row(
+                "train",
+                state,
+                loss=logs["loss"],
+                learning_rate=logs.get("learning_rate"),
+                grad_norm=logs.get("grad_norm"),
+            )
         elif "eval_loss" in logs:
             self.row("valid", state, loss=logs["eval_loss"])
 
@@ -132,9 +143,14 @@ def finish(trainer: PretrainTrainer) -> dict:
     trainer.save_model(str(out))  # ZeRO-3: gathered (stage3_gather_16bit_weights_on_model_save)
     train = metrics.last("train") or {}
     valid_loss = metrics.last("valid")["loss"]
-    end = metrics.row("end", trainer.state, **metrics.meta, valid_loss=valid_loss,
-                      train_loss=train.get("loss"),
-                      total_wall_s=round(time.perf_counter() - trainer.started, 3))  # fmt: skip
+    end = metrics.row(
+        "end",
+        trainer.state,
+        **metrics.meta,
+        valid_loss=valid_loss,
+        train_loss=train.get("loss"),
+        total_wall_s=round(time.perf_counter() - trainer.started, 3),
+    )
     if trainer.is_world_process_zero():
         rundir.write_done(out, end)
     log.info("%s: valid loss %.4f after %d tokens", out, end["valid_loss"], end["tokens"])

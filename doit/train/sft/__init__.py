@@ -116,8 +116,11 @@ def check_resume(args, train_sha: str | None = None) -> None:
     if ckpt is None:
         return
     if not (out / rundir.RUN_INFO).is_file():
-        raise ConfigError("output_dir", f"{out} holds {ckpt.name} but no {rundir.RUN_INFO}, so "
-                          "which run wrote it is unknown; give another output_dir")  # fmt: skip
+        raise ConfigError(
+            "output_dir",
+            f"{out} holds {ckpt.name} but no {rundir.RUN_INFO}, so "
+            "which run wrote it is unknown; give another output_dir",
+        )
     info = rundir.read_run_info(out)
     old, new = resume_identity(info.get("config", {})), resume_identity(args.to_dict())
     keys = (old.keys() & new.keys()) - (set() if train_sha else {"num_train_epochs"})
@@ -126,9 +129,12 @@ def check_resume(args, train_sha: str | None = None) -> None:
     if train_sha and recorded and recorded != train_sha:
         differ.append("the training data (train_items_sha256)")
     if differ:
-        raise ConfigError("output_dir", f"{out} holds {ckpt.name} of another run (differs in: "
-                          f"{', '.join(differ)}); give another output_dir, or delete it to "
-                          "start over")  # fmt: skip
+        raise ConfigError(
+            "output_dir",
+            f"{out} holds {ckpt.name} of another run (differs in: "
+            f"{', '.join(differ)}); give another output_dir, or delete it to "
+            "start over",
+        )
 
 
 def write_run_info(args, schedule: dict, data_info: dict) -> dict:
@@ -162,8 +168,15 @@ def finish(trainer, args, tokenizer, wall_s: float) -> dict:
         k: v for r in last for k, v in r.items() if k.startswith("eval_") and k.endswith("_loss")
     }
     tokens = assistant_tokens_seen(state.log_history)
-    end = rundir.metrics_row("end", state.global_step, state.epoch, tokens, wall_s,
-                             train_loss=losses[-1] if losses else None, **valid)  # fmt: skip
+    end = rundir.metrics_row(
+        "end",
+        state.global_step,
+        state.epoch,
+        tokens,
+        wall_s,
+        train_loss=losses[-1] if losses else None,
+        **valid,
+    )
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(out))
         if peft and args.run.merge_lora:

@@ -30,15 +30,34 @@ from doit.train.errors import ConfigError
 
 SCHEDULES = ("epochs", "steps")
 # Recipe keys that change how a run goes, not what it learns: left out of `training_identity`.
-EXECUTION_KEYS = ("output_dir", "run_name", "model_name_or_path", "doit_dir", "mix", "deepspeed",
-                  "report_to", "logging_steps", "disable_tqdm", "dataloader_num_workers",
-                  "dataloader_pin_memory", "per_device_eval_batch_size")  # fmt: skip
+EXECUTION_KEYS = (
+    "output_dir",
+    "run_name",
+    "model_name_or_path",
+    "doit_dir",
+    "mix",
+    "deepspeed",
+    "report_to",
+    "logging_steps",
+    "disable_tqdm",
+    "dataloader_num_workers",
+    "dataloader_pin_memory",
+    "per_device_eval_batch_size",
+)
 # Keys the sessions of one run may differ in, beyond EXECUTION_KEYS: the launch sets some per
 # rank or per machine (local_rank, accelerator_config), the others log, report or plumb the
 # processes. `resume_identity` leaves them out.
-SESSION_KEYS = ("local_rank", "accelerator_config", "resume_from_checkpoint", "ddp_backend",
-                "ddp_timeout", "save_on_each_node", "skip_memory_metrics", "push_to_hub",
-                "project")  # fmt: skip
+SESSION_KEYS = (
+    "local_rank",
+    "accelerator_config",
+    "resume_from_checkpoint",
+    "ddp_backend",
+    "ddp_timeout",
+    "save_on_each_node",
+    "skip_memory_metrics",
+    "push_to_hub",
+    "project",
+)
 SESSION_PREFIXES = ("log_", "logging_", "hub_", "trackio_", "dataloader_")
 SAVE_STRATEGIES = ("epoch",)
 EVAL_STRATEGIES = ("epoch", "no")
@@ -438,8 +457,12 @@ def planned_schedule(cfg: dict, n_train: int, world_size: int = 1) -> dict:
     run_keys = {f.name for f in dataclasses.fields(DoitTrainArguments)}
     run = DoitTrainArguments(**{k: v for k, v in cfg.items() if k in run_keys and v is not None})
     defaults = {f.name: f.default for f in dataclasses.fields(SFTConfig)}
-    keys = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
-            "max_steps")  # fmt: skip
+    keys = (
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "num_train_epochs",
+        "max_steps",
+    )
     given = {k: defaults[k] if cfg.get(k) is None else cfg[k] for k in keys}
     training = SimpleNamespace(world_size=world_size, **given)
     if run.global_batch_size is not None:
@@ -456,8 +479,11 @@ def resume_identity(config: dict) -> dict:
     resume check compares too) and, with ``global_batch_size``, the gradient accumulation
     (it only splits the batch among the ranks). As JSON holds it."""
     flat = {k: v for section in config.values() for k, v in section.items()}
-    kept = {k: v for k, v in flat.items() if k != "mix" and k not in SESSION_KEYS
-            and not k.startswith(SESSION_PREFIXES)}  # fmt: skip
+    kept = {
+        k: v
+        for k, v in flat.items()
+        if k != "mix" and k not in SESSION_KEYS and not k.startswith(SESSION_PREFIXES)
+    }
     out = training_identity(kept)
     if flat.get("global_batch_size"):
         out.pop("gradient_accumulation_steps", None)

@@ -30,8 +30,12 @@ def load_base_tokenizer(args):
         check_local(m.model_name_or_path)
     except FileNotFoundError as e:
         raise ConfigError("model_name_or_path", str(e)) from None
-    return load(m.model_name_or_path, args.run.chat_format, revision=m.model_revision,
-                trust_remote_code=args.training.trust_remote_code)  # fmt: skip
+    return load(
+        m.model_name_or_path,
+        args.run.chat_format,
+        revision=m.model_revision,
+        trust_remote_code=args.training.trust_remote_code,
+    )
 
 
 def model_kwargs(args) -> dict:
@@ -55,8 +59,13 @@ def load_base_model(args, tokenizer):
     """The base model with embeddings sized to ``tokenizer`` (seeded: new rows are random)."""
     from doit.models import load_model as load
 
-    return load(args.model.model_name_or_path, tokenizer, args.run.chat_format,
-                args.training.seed, **model_kwargs(args))  # fmt: skip
+    return load(
+        args.model.model_name_or_path,
+        tokenizer,
+        args.run.chat_format,
+        args.training.seed,
+        **model_kwargs(args),
+    )
 
 
 def speaker_token_ids(tokenizer) -> list[int]:
@@ -98,8 +107,15 @@ def merge_adapter(args, tokenizer, adapter_dir: str, out_dir: str) -> None:
 
     unset_hf_deepspeed_config()  # one process loads the whole base: no ZeRO-3 partitioning
     m = args.model
-    adapted = load_model(m.model_name_or_path, tokenizer, args.run.chat_format, args.training.seed,
-                         adapter=adapter_dir, revision=m.model_revision, dtype=m.dtype)  # fmt: skip
+    adapted = load_model(
+        m.model_name_or_path,
+        tokenizer,
+        args.run.chat_format,
+        args.training.seed,
+        adapter=adapter_dir,
+        revision=m.model_revision,
+        dtype=m.dtype,
+    )
     merged = adapted.merge_and_unload()
     merged.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)

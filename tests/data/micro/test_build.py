@@ -121,10 +121,12 @@ def test_every_generator_yields_valid_records(spec):
     rng = random.Random(0)
     facts = {g: split_facts(world.facts(g), rng, 0.18) for g in FACT_ATTRS}
     drafts = {
-        split: [spec.make(ItemContext(world, rng, {g: s[split] for g, s in facts.items()}, split))
-                for _ in range(40)]
+        split: [
+            spec.make(ItemContext(world, rng, {g: s[split] for g, s in facts.items()}, split))
+            for _ in range(40)
+        ]
         for split in ("test", "valid", "train")
-    }  # fmt: skip
+    }
     records = render_ability(spec, drafts, seed=0)
     for record in (r for part in records.values() for r in part):
         check_record(record, spec.ability)
@@ -345,9 +347,19 @@ def test_ground_truth_matches_the_design(micro_dir):
     assert truth["synthetic"] is True and truth["seed"] == 0
     table = truth["abilities"]
     assert tuple(table) == abilities.ABILITY_KEYS
-    fields = {"needs_pretrained_facts", "steps", "learnable", "expected_plateau", "saturates_at",
-              "shared_fraction", "shares_with", "notes", "expected_plateau_text",
-              "planted_data_rank", "planted_group"}  # fmt: skip
+    fields = {
+        "needs_pretrained_facts",
+        "steps",
+        "learnable",
+        "expected_plateau",
+        "saturates_at",
+        "shared_fraction",
+        "shares_with",
+        "notes",
+        "expected_plateau_text",
+        "planted_data_rank",
+        "planted_group",
+    }
     for key, row in table.items():
         assert fields <= set(row)
         assert 0.0 <= row["shared_fraction"] <= 1.0
@@ -379,12 +391,21 @@ def test_every_ood_prompt_fits_the_micro_context_with_room_for_the_answer(micro_
     prepare_tokenizer(tok)
     test = load_items(micro_dir, "test")
     for it in (abilities.formulate(x, formulation) for x in test if x["ability"] in OOD_KEYS):
-        prompt = tok.apply_chat_template(it["messages"][:-1], tokenize=False,
-                                         add_generation_prompt=True)  # fmt: skip
+        prompt = tok.apply_chat_template(
+            it["messages"][:-1], tokenize=False, add_generation_prompt=True
+        )
         answers = it["choices"] or [it["messages"][-1]["content"]]
-        longest = max(len(tok(tok.apply_chat_template(it["messages"][:-1] + [
-            {"role": "assistant", "content": a}], tokenize=False), add_special_tokens=False)[
-            "input_ids"]) for a in answers)  # fmt: skip
+        longest = max(
+            len(
+                tok(
+                    tok.apply_chat_template(
+                        it["messages"][:-1] + [{"role": "assistant", "content": a}], tokenize=False
+                    ),
+                    add_special_tokens=False,
+                )["input_ids"]
+            )
+            for a in answers
+        )
         assert len(tok(prompt, add_special_tokens=False)["input_ids"]) <= 240 and longest <= 256
 
 

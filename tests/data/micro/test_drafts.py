@@ -25,9 +25,17 @@ FAMILIES = (("rule", 30), ("plan", 25), ("change", 25), ("who", 20))
 
 @pytest.mark.parametrize(
     ("roll", "picked"),
-    [(0.0, "rule"), (0.2999999, "rule"), (0.3, "plan"), (0.5499999, "plan"), (0.55, "change"),
-     (0.7999999, "change"), (0.8, "who"), (0.9999999, "who")],
-)  # fmt: skip
+    [
+        (0.0, "rule"),
+        (0.2999999, "rule"),
+        (0.3, "plan"),
+        (0.5499999, "plan"),
+        (0.55, "change"),
+        (0.7999999, "change"),
+        (0.8, "who"),
+        (0.9999999, "who"),
+    ],
+)
 def test_a_roll_picks_the_first_option_whose_cumulative_share_exceeds_it(roll, picked):
     rng = Rolls(roll, 0.0)
     assert weighted_choice(rng, FAMILIES) == picked
@@ -53,9 +61,12 @@ def test_frequencies_follow_the_weights():
 
 @pytest.mark.parametrize(
     ("weighted", "message"),
-    [((), "no options"), ((("a", 3), ("b", 0)), "'b'.*weight 0"),
-     ((("a", 2.5),), "'a'.*weight 2.5")],
-)  # fmt: skip
+    [
+        ((), "no options"),
+        ((("a", 3), ("b", 0)), "'b'.*weight 0"),
+        ((("a", 2.5),), "'a'.*weight 2.5"),
+    ],
+)
 def test_bad_weights_are_refused_naming_the_option(weighted, message):
     with pytest.raises(ValueError, match=message):
         weighted_choice(random.Random(0), weighted)

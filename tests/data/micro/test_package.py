@@ -12,12 +12,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 # ability -> the module of doit.data.micro that generates it (one module per family)
 FAMILY = {
-    "biology": "knowledge", "history": "knowledge", "chinese": "knowledge",
-    "understanding": "in_context", "reasoning": "in_context",
-    "math": "procedural", "code": "procedural",
-    "creative_writing": "open_ended", "role_play": "open_ended",
+    "biology": "knowledge",
+    "history": "knowledge",
+    "chinese": "knowledge",
+    "understanding": "in_context",
+    "reasoning": "in_context",
+    "math": "procedural",
+    "code": "procedural",
+    "creative_writing": "open_ended",
+    "role_play": "open_ended",
     "ethics": "ethics",
-}  # fmt: skip
+}
 README_LINK = re.compile(r"[\w./]*micro/README\.md")
 
 
@@ -36,11 +41,17 @@ def test_each_ability_is_generated_by_the_module_of_its_family():
 
 @pytest.mark.parametrize(
     ("module", "names"),
-    [("ood", ["ood_sets"]), ("chat", ["general_instructions"]), ("tokenizer", ["train_tokenizer"]),
-     ("world", ["build_world", "split_facts"]), ("prose", ["pretrain_documents"]),
-     ("daily", ["daily_doc"]), ("phrases", ["BAD_DEEDS", "GOODS"]),
-     ("drafts", ["Draft", "ItemContext", "render_mc", "weighted_choice"])],
-)  # fmt: skip
+    [
+        ("ood", ["ood_sets"]),
+        ("chat", ["general_instructions"]),
+        ("tokenizer", ["train_tokenizer"]),
+        ("world", ["build_world", "split_facts"]),
+        ("prose", ["pretrain_documents"]),
+        ("daily", ["daily_doc"]),
+        ("phrases", ["BAD_DEEDS", "GOODS"]),
+        ("drafts", ["Draft", "ItemContext", "render_mc", "weighted_choice"]),
+    ],
+)
 def test_the_other_generators_live_where_their_names_say(module, names):
     mod = importlib.import_module(f"doit.data.micro.{module}")
     assert all(hasattr(mod, name) for name in names)
