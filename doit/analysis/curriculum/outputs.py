@@ -169,7 +169,9 @@ def blocks(result: Result, figure_path: Path | None = None) -> list[tuple[str, o
             "share of its uniform gain kept without its own data (leave-one-out cells). "
             f"Predictions and gains over uniform carry 95% CIs from the analysis's "
             f"{ev.analysis.counts.method} ({ev.analysis.counts.replicates} replicates), "
-            "before anything is trained. Counts outside the fitted grid are extrapolated.",
+            "before anything is trained. Counts outside the fitted grid are extrapolated. "
+            f"The macro rows are the weighted mean of the {len(ev.abilities)} in-domain "
+            "abilities' predicted valid scores.",
         ),
         ("table", macro.round(2)),
         ("h3", "Items per ability"),

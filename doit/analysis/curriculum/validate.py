@@ -279,6 +279,11 @@ def blocks(tables: dict[str, pd.DataFrame]) -> list[tuple[str, object]]:
     head = diff[(diff["split"] == "test") & diff["ability"].isin([MACRO, "overall"])]
     out += [
         ("h3", "Test: difference from uniform (paired item bootstrap, 95% CI)"),
+        (
+            "p",
+            f"macro: the mean of the {len(ab.ABILITY_KEYS)} in-domain abilities; overall: "
+            "the mean of every test ability, the OOD sets (C-Eval) included.",
+        ),
         ("table", head.round(2)),
         ("h3", "Per ability"),
         ("table", diff.round(2)),
