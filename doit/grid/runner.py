@@ -148,15 +148,19 @@ def work_cell(
 
 
 def todo(study, pattern: str | None = None, retry_failed: bool = False) -> list[list[Cell]]:
-    """Waves of cells to run: pretraining first, then the rest (done and running cells left out).
-    ``pattern`` selects cells by id; the pretraining cells the selected ones need come along."""
+    """Waves of cells to run: pretraining first, then the rest (done and running cells left out),
+    each wave longest first by the plan's estimate (so the last cell to start is a short one,
+    and parallel workers end together); ``pattern`` selects cells by id; the pretraining cells
+    the selected ones need come along."""
     every = read_plan(study).cells
     chosen = {c.id for c in every if not pattern or fnmatch.fnmatch(c.id, pattern)}
     chosen |= {c.needs for c in every if c.id in chosen and c.needs}
     cells = [c for c in every if c.id in chosen]
     states = {c.id: state(study, c) for c in cells}
     wanted = {"pending", "failed"} if retry_failed else {"pending"}
-    ready = [c for c in cells if states[c.id] in wanted]
+    ready = sorted(
+        (c for c in cells if states[c.id] in wanted), key=lambda c: -(c.est_s or 0.0)
+    )  # stable: plan order among equal estimates
     return [
         w
         for w in (
