@@ -185,8 +185,9 @@ def compare_norms(
         mine = set(i.loc[i["answer_kind"].isin(TEXT_KINDS), "ability"])
         rows.append(r[r["ability"].isin(mine)].assign(cell=r["cell"] + "|" + norm, mix=norm))
         items.append(i[i["ability"].isin(mine)].assign(cell=i["cell"] + "|" + norm))
-    (split,) = splits  # one split today (doit.analysis.bootstrap)
-    counts = bootstrap_counts(pd.concat(rows), pd.concat(items), replicates, seed, split=split)
+    counts = bootstrap_counts(
+        pd.concat(rows), pd.concat(items), replicates, seed, splits=tuple(splits)
+    )
     pts = counts.points
     out = []
     for ability in ["all", *sorted(pts["ability"].unique())]:
