@@ -1,5 +1,5 @@
 """`recipes/demo.py` (what `make demo` runs) end to end on a tiny study: a trimmed micro corpus,
-two bases pretrained for two steps, n = 0, 1, 4 per ability, two leave-one-out cells, the
+two missing bases pretrained first (two steps each; their params come from pretraining), n = 0, 1, 4 per ability, two leave-one-out cells, the
 analysis and a 40-item curriculum trained and compared; then its report checked and a rerun
 that reuses everything."""
 
@@ -136,6 +136,12 @@ def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(tmp_path, micro_dir
     results = pd.read_csv(study / "results.csv")
     assert results["score"].dropna().between(0, 100).all() and len(results)
     assert set(ab.ABILITY_KEYS) <= set(results["ability"])
+    for name in ("small", "large"):  # pretrained first, as the grid declared them
+        assert (tmp_path / "bases" / name / "DONE").is_file()
+        assert (tmp_path / "bases" / name / "doit_base.json").is_file()
+    params = results.groupby("base")["params"].first()  # params: null -> pretraining's counts
+    assert params["large"] > params["small"] > 0
+    assert (results["params_total"] > results["params"]).all()
     md = (out / "report.md").read_text(encoding="utf-8")
     page = (out / "report.html").read_text(encoding="utf-8")
     groups = md.split("## Sensitivity and groups")[1].split("\n## ")[0]

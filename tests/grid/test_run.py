@@ -118,32 +118,3 @@ def test_submitit_local_executor_runs_a_two_cell_array(tmp_path, tiny_base, refe
     assert len(got["cell"].unique()) == 2
     pd.testing.assert_frame_equal(got, want, check_exact=False, atol=1e-4)
     assert list((study / "slurm").iterdir())  # submitit's own job folders
-
-
-def test_a_missing_base_is_pretrained_first_and_its_cells_wait_for_it(tmp_path, micro_dir):
-    """Two workers: one pretrains the base (a few steps), the other's cells wait for it."""
-    base = tmp_path / "bases" / "xs"
-    overrides = {
-        "max_steps": 4,
-        "logging_steps": 2,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "micro_dir": str(micro_dir),
-    }  # pretraining text; the cells use the fixture
-    bases = [
-        {
-            "name": "xs",
-            "arch": "vanilla",
-            "path": str(base),
-            "pretrain": {"config": "recipes/configs/pretrain/xs.yaml", "overrides": overrides},
-        }
-    ]
-    study = planned(
-        tmp_path, tmp_path, "study", bases=bases, data={"per_ability": [1]}, eval_epochs="last"
-    )
-    grid_cli("run", str(study), "--max-parallel", "2", "--threads", "1")
-    assert (base / "DONE").is_file() and (base / "doit_base.json").is_file()
-    df = read_results(study)
-    assert set(df["construction"]) == {"base", "curated"}
-    assert df["params"].nunique() == 1 and df["params"].iloc[0] > 0  # from pretraining's counts
-    assert df["params_total"].iloc[0] > df["params"].iloc[0]
