@@ -20,20 +20,11 @@ import pytest
 from doit.data import abilities as ab
 from doit.data.manifest import write_manifest
 from tests.grid.conftest import write_grid
-from tests.tiny import REPO
+from tests.tiny import REPO, TINY_PRETRAIN
 
 pytestmark = pytest.mark.slow
 
 EVAL_ITEMS, POOL_ITEMS, TEXT_LINES = 6, 24, 300
-TINY = {
-    "block_size": 32,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_attention_heads": 2,
-    "max_steps": 2,
-    "per_device_train_batch_size": 4,
-    "logging_steps": 1,
-}
 
 
 def trimmed(micro: Path, out: Path) -> Path:
@@ -64,7 +55,7 @@ def tiny_demo_grid(tmp_path: Path, data: Path) -> Path:
             "path": str(tmp_path / "bases" / name),
             "pretrain": {
                 "config": str(REPO / "recipes/configs/pretrain/xs.yaml"),
-                "overrides": {**TINY, **files, "hidden_size": hidden, "seed": 0},
+                "overrides": {**TINY_PRETRAIN, **files, "hidden_size": hidden, "seed": 0},
             },
         }
         for name, hidden in (("small", 32), ("large", 64))

@@ -10,6 +10,17 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "doit_download"
 BASE_VOCAB = 384
 
+# Pretraining-recipe overrides for a base built in two steps (grid and demo tests)
+TINY_PRETRAIN = {
+    "block_size": 32,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_attention_heads": 2,
+    "max_steps": 2,
+    "per_device_train_batch_size": 4,
+    "logging_steps": 1,
+}
+
 
 def byte_bpe_tokenizer(vocab_size: int = 400):
     """Byte-level BPE on the fixture's messages and choices, with the speaker template."""

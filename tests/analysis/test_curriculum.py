@@ -19,21 +19,8 @@ from doit.analysis.synthetic import BASES, Curve, law_study, planted_study
 from doit.data import abilities as ab
 from doit.data.mixes import load_mix, resolve_counts
 from doit.grid.random_mixes import draw
+from tests.data.pools import DOIT_FULL
 from tests.tiny import REPO
-
-# The real DoIT `full` pools (recipes/mixes/README.md).
-FULL = dict(
-    biology=1042,
-    history=1893,
-    code=4968,
-    creative_writing=1000,
-    chinese=1450,
-    understanding=4885,
-    role_play=1000,
-    reasoning=12751,
-    math=11501,
-    ethics=1000,
-)
 
 
 # --- the exact allocation ------------------------------------------------------------------------
@@ -129,7 +116,7 @@ def planted(study_csv):
     options = Options(
         budget=10_000,
         policies=("reconstruct", "maximum", "marginal"),
-        pools=FULL,
+        pools=DOIT_FULL,
         source="full",
         replicates=100,
     )
@@ -142,11 +129,11 @@ def test_reconstruct_is_the_shipped_recipe_on_the_real_pools(planted):
     assert groups["ethics"] == groups["role_play"] == "resistant_both"
     assert groups["creative_writing"] == "saturating"
     assert planted.evidence.groups.loc["creative_writing", "saturation_n"] >= 1000
-    shipped = resolve_counts(load_mix(REPO / "recipes" / "mixes" / "reconstruct.yaml"), FULL)
+    shipped = resolve_counts(load_mix(REPO / "recipes" / "mixes" / "reconstruct.yaml"), DOIT_FULL)
     got = planted.allocations["reconstruct"].counts
     assert got == shipped
     assert got == dict(
-        FULL,
+        DOIT_FULL,
         ethics=64,
         role_play=64,
         creative_writing=1000,
@@ -163,11 +150,11 @@ def test_reconstruct_is_the_shipped_recipe_on_the_real_pools(planted):
 @pytest.mark.slow
 def test_maximum_and_marginal_handle_resistant_and_saturating_abilities(planted):
     maximum = planted.allocations["maximum"].counts
-    assert maximum == dict(FULL, ethics=64, role_play=64)  # the same caps, every other pool
+    assert maximum == dict(DOIT_FULL, ethics=64, role_play=64)  # the same caps, every other pool
     assert not planted.allocations["maximum"].equal_budget
     marginal = planted.allocations["marginal"].counts
     assert sum(marginal.values()) == 10_000
-    assert all(1 <= marginal[k] <= FULL[k] for k in FULL)
+    assert all(1 <= marginal[k] <= DOIT_FULL[k] for k in DOIT_FULL)
     resistant = planted.evidence.groups["data_class"] == "resistant"
     assert set(resistant[resistant].index) == {"ethics", "role_play"}
     assert marginal["ethics"] == marginal["role_play"] == 1  # their floor
@@ -182,7 +169,7 @@ def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
     options = Options(
         budget=6000,
         policies=("reconstruct", "marginal"),
-        pools=FULL,
+        pools=DOIT_FULL,
         source="full",
         floors={"ethics": 100, "math": 700},
         caps={"reasoning": 400, "understanding": 500},
@@ -195,7 +182,7 @@ def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
         assert sum(c.values()) == 6000, name
         assert c["ethics"] >= 100 and c["math"] >= 700, name
         assert c["reasoning"] <= 400 and c["understanding"] <= 500, name
-        assert all(1 <= c[k] <= FULL[k] for k in c), name
+        assert all(1 <= c[k] <= DOIT_FULL[k] for k in c), name
     weighted = make(study, dataclasses.replace(options, weights={}, policies=("marginal",)))
     assert (
         result.allocations["marginal"].counts["code"]
@@ -209,7 +196,7 @@ def test_outputs_are_mixes_doit_trains_on_with_provenance(planted, tmp_path):
     assert (tmp_path / "curriculum.csv") in written and (tmp_path / "curriculum.html").is_file()
     for policy, alloc in planted.allocations.items():
         spec = load_mix(tmp_path / "mixes" / f"{policy}-10000.yaml")
-        assert resolve_counts(spec, FULL) == {k: n for k, n in alloc.counts.items() if n}
+        assert resolve_counts(spec, DOIT_FULL) == {k: n for k, n in alloc.counts.items() if n}
         assert spec.source == "full"
         assert {"study", "rule", "policy", "budget", "fits_sha256"} <= set(spec.provenance)
         assert spec.provenance["split"] == "valid" and spec.provenance["policy"] == policy
@@ -294,7 +281,10 @@ def test_regression_recovers_a_planted_linear_law_from_40_random_mixes(tmp_path)
 
 def test_regression_needs_random_mixes_and_lightgbm_is_an_extra(tmp_path, study_csv):
     with pytest.raises(CurriculumError, match="random_mixes"):
-        make(study_csv, Options(budget=2560, policies=("regression",), pools=FULL, replicates=20))
+        make(
+            study_csv,
+            Options(budget=2560, policies=("regression",), pools=DOIT_FULL, replicates=20),
+        )
     keys = ab.ABILITY_KEYS
     cells = {
         f"random-s0-{i:03d}": m

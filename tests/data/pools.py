@@ -6,6 +6,20 @@ from pathlib import Path
 
 from doit.data import abilities as ab
 
+# The real DoIT `full` pools (recipes/mixes/README.md): what the shipped mixes resolve against.
+DOIT_FULL = dict(
+    biology=1042,
+    history=1893,
+    code=4968,
+    creative_writing=1000,
+    chinese=1450,
+    understanding=4885,
+    role_play=1000,
+    reasoning=12751,
+    math=11501,
+    ethics=1000,
+)
+
 
 def record(key: str, i: int, tag: str = "") -> dict:
     kinds = ab.get(key).answer_kinds

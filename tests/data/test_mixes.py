@@ -8,21 +8,9 @@ import yaml
 from doit.data import abilities as ab
 from doit.data.load import load_items
 from doit.data.mixes import MixError, build_mix, fill_equal, load_mix, parse_mix, resolve_counts
-from tests.data.pools import uniform, write_pool
+from tests.data.pools import DOIT_FULL, uniform, write_pool
 
 MIXES = Path(__file__).parents[2] / "recipes" / "mixes"
-DOIT_FULL = dict(
-    biology=1042,
-    history=1893,
-    code=4968,
-    creative_writing=1000,
-    chinese=1450,
-    understanding=4885,
-    role_play=1000,
-    reasoning=12751,
-    math=11501,
-    ethics=1000,
-)
 
 
 def test_reconstruct_on_the_doit_pool_table():

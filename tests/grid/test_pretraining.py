@@ -15,22 +15,13 @@ from doit.grid.spec import GridError, load_grid, parse_sets
 from doit.grid.table import print_table
 from doit.io import read_json
 from tests.grid.conftest import write_grid
-
-TINY = {
-    "block_size": 32,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_attention_heads": 2,
-    "max_steps": 2,
-    "per_device_train_batch_size": 4,
-    "logging_steps": 1,
-}
+from tests.tiny import TINY_PRETRAIN
 
 
 def ladder(tmp_path, text=None, tokenizer=None, **keys) -> dict:
     """Two xs bases (vanilla, svformer), each pretrained per pretrain_seed under bases_dir."""
     files = {"train_file": str(text), "valid_file": str(text), "tokenizer_path": str(tokenizer)}
-    overrides = {**TINY, **files} if text else {}
+    overrides = {**TINY_PRETRAIN, **files} if text else {}
     bases = [
         {
             "name": f"{arch}_xs",
