@@ -138,7 +138,7 @@ def demo(a) -> int:
 def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
     """Steps 4 and 5, the report and the summary lines."""
     from doit.analysis import plots, report, summary
-    from doit.analysis.curriculum import outputs
+    from doit.analysis.curriculum import outputs, validate
 
     with clock.step("analysis"), logged(log):
         analysis = run_analysis(a.study, a.data, out, grid, a.replicates)
@@ -148,10 +148,8 @@ def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
         result, tables = run_curriculum(
             a.study, a.data, out / "curriculum", base, a.budget, a.workers
         )
-        png = outputs.save_figure(result, out)
         gain = summary.curriculum_gain(tables["differences"])
-        from doit.analysis.curriculum import validate
-
+        png = out / "curriculum" / "figures" / "curriculum.png"  # drawn by curriculum.write
         section = outputs.blocks(result, png) + validate.blocks(tables)
         headline = summary.headline(analysis, gain, a.budget, base, len(SEEDS))
         report.write(analysis, out, figures, section, headline)

@@ -177,6 +177,17 @@ def _creative(c, truth, table, small, large, lo_n, hi_n):
     return all(abs(d) <= 5 or lo <= 0 <= hi for d, lo, hi in cw.values()), _fmt(cw)
 
 
+# the targets #12's and #21's sets share
+SIZE = (
+    "size responds: >= 3 of biology, history, chinese, code: the larger base ahead by >= 5 at "
+    "n = {hi}, CI above 0",
+    _size,
+)
+UNDERSTANDING = ("understanding: data gain exceeds the size gap", _data_over_size("understanding"))
+REASONING = ("reasoning: data gain exceeds the size gap", _data_over_size("reasoning"))
+ROLE_PLAY = ("plateau: role_play's CI includes 50 (or within 50 +- 10) at every n", _role_play)
+CREATIVE = ("plateau: creative_writing n = 64 vs {hi} within 5 points or CI includes 0", _creative)
+
 TARGETS = (
     (
         "learnable: >= 7 of 10 abilities >= 15 points above chance, larger base, n = {hi}",
@@ -186,19 +197,13 @@ TARGETS = (
         "data responds: >= 5 learnable abilities gain >= 10 points, n = {lo} -> {hi}, CI above 0",
         _data,
     ),
-    (
-        "size responds: >= 3 of biology, history, chinese, code: the larger base ahead by >= 5 at "
-        "n = {hi}, CI above 0",
-        _size,
-    ),
-    ("understanding: data gain exceeds the size gap", _data_over_size("understanding")),
-    ("reasoning: data gain exceeds the size gap", _data_over_size("reasoning")),
-    ("plateau: role_play's CI includes 50 (or within 50 +- 10) at every n", _role_play),
+    SIZE,
+    UNDERSTANDING,
+    REASONING,
+    ROLE_PLAY,
     ("plateau: ethics below its planted plateau + 10 at every n", _ethics),
-    ("plateau: creative_writing n = 64 vs {hi} within 5 points or CI includes 0", _creative),
+    CREATIVE,
 )
-
-
 TEXT_TARGETS = (
     (
         "learnable: >= 6 of the 7 planted-learnable abilities but math >= 15 points above chance, "
@@ -207,15 +212,15 @@ TEXT_TARGETS = (
     ),
     ("data responds: >= 5 of them gain >= 10 points, n = {lo} -> {hi}, CI above 0", _data_text),
     ("data responds: math gains >= 3 points, n = {lo} -> {hi}, CI above 0", _math),
-    TARGETS[2],
-    TARGETS[3],
-    TARGETS[4],
-    TARGETS[5],
+    SIZE,
+    UNDERSTANDING,
+    REASONING,
+    ROLE_PLAY,
     (
         "plateau: ethics never above its planted (text) plateau + 10, within +- 10 of it at n = {hi}",
         _ethics_near,
     ),
-    TARGETS[7],
+    CREATIVE,
 )
 SETS = {"letter": TARGETS, "text": TEXT_TARGETS}  # #12's targets, #21's
 
