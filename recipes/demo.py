@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -197,17 +196,21 @@ def reuse_summary(out: Path, stamp: str, budget: int) -> list[str] | None:
     path = out / "summary.json"
     if not (path.is_file() and (out / "report.html").is_file()):
         return None
-    kept = json.loads(path.read_text(encoding="utf-8"))
+    from doit.io import JsonError, read_json
+
+    try:
+        kept = read_json(path)
+    except JsonError:  # a cut or edited summary: analyse again
+        return None
     same = kept.get("results_sha256") == stamp and kept.get("budget") == budget
     return list(kept["lines"]) if same else None
 
 
 def save_summary(out: Path, stamp: str, budget: int, lines: list[str]) -> None:
-    from doit.io import atomic_write_text
+    from doit.io import atomic_write_text, write_json
 
     atomic_write_text(out / "summary.txt", "\n".join(lines) + "\n")
-    record = {"results_sha256": stamp, "budget": budget, "lines": lines}
-    atomic_write_text(out / "summary.json", json.dumps(record, indent=1, ensure_ascii=False))
+    write_json(out / "summary.json", {"results_sha256": stamp, "budget": budget, "lines": lines})
 
 
 if __name__ == "__main__":

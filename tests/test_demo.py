@@ -151,7 +151,10 @@ def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(tmp_path, micro_dir
     assert order == sorted(order)  # headline figure, groups, curriculum, ..., folded tables
     assert "<details><summary>" in page and 'class="scroll"' in page
     assert page.count("data:image/png;base64,") >= 5  # the four figures and the curriculum's
-    for png in [*(out / "figures").glob("*.png")]:
+    for png in [
+        *(out / "figures").glob("*.png"),
+        out / "curriculum" / "figures" / "curriculum.png",
+    ]:
         pixels = matplotlib.image.imread(png)
         assert float(np.std(pixels)) > 0.01, png  # drawn, not a blank canvas
     differences = pd.read_csv(out / "curriculum" / "validate" / "differences.csv")

@@ -21,6 +21,7 @@ import pandas as pd
 from doit.analysis.bootstrap import Counts, bootstrap_counts
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import interval
+from doit.analysis.summary import ci
 from doit.grid.results import read_results
 
 SPLITS = ("valid", "test")
@@ -96,7 +97,7 @@ def diff(counts: Counts, ability: str, a: tuple, b: tuple) -> tuple[float, float
 
 
 def _fmt(diffs: dict) -> str:
-    return "; ".join(f"{a} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for a, (d, lo, hi) in diffs.items())
+    return "; ".join(f"{a} {ci(d, lo, hi)}" for a, (d, lo, hi) in diffs.items())
 
 
 def _learnable(c, truth, table, small, large, lo_n, hi_n):
