@@ -17,7 +17,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -154,40 +155,144 @@ def output_kind(path: Path) -> str | None:
         return None
 
 
-def check_output_target(path: Path, kind: str | None, overwrite: bool, sources=()) -> None:
-    """Refuse an output ``path`` that is, or contains, one of ``sources`` or the current
-    directory (always), or that exists and is not a doit output of ``kind`` (unless
-    ``overwrite``)."""
-    for source in [*sources, Path.cwd()]:
-        source = Path(source).resolve()
-        what = "the current directory" if source == Path.cwd().resolve() else "the source"
-        if source == path:
-            raise OutputError(f"--out: {path} is {what}; give another folder")
-        if path in source.parents:
-            raise OutputError(f"--out: {path} contains {what} ({source}); give another folder")
-    if not path.exists() and not path.is_symlink() or overwrite:
-        return
-    if not path.is_dir() or kind is None or output_kind(path) != kind:
-        what = "a file" if not path.is_dir() else f"not a doit {kind or 'output'} folder"
+def mark_output(folder: str | os.PathLike, kind: str) -> Path:
+    """Record in ``folder``'s manifest.json that it is a doit output of ``kind`` (for the
+    writers whose outputs have no manifest of their own: analysis, curriculum, ladder)."""
+    return write_json(Path(folder) / MANIFEST, {"kind": kind})
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """A kind of output a command writes: a folder or a file (``expect``), and how an existing
+    target is known to be one (``holds``; default: a folder whose manifest.json records
+    ``kind: name``). ``marker`` says what an existing target lacks when it is not one."""
+
+    name: str
+    expect: str = "dir"  # "dir" or "file"
+    holds: Callable[[Path], bool] | None = None
+    marker: str = ""
+
+    def held_by(self, path: Path) -> bool:
+        return self.holds(path) if self.holds else output_kind(path) == self.name
+
+    @property
+    def missing(self) -> str:
+        return self.marker or f"no {MANIFEST} of kind {self.name!r}"
+
+    @property
+    def noun(self) -> str:
+        return "folder" if self.expect == "dir" else "file"
+
+
+def json_holding(*keys: str) -> Callable[[Path], bool]:
+    """An `OutputKind.holds` for a JSON file kind: a file whose object has every one of ``keys``."""
+
+    def holds(path: Path) -> bool:
+        try:
+            doc = read_json(path)
+        except (OSError, ValueError):
+            return False
+        return isinstance(doc, dict) and all(k in doc for k in keys)
+
+    return holds
+
+
+def as_output_kind(kind: OutputKind | str | None) -> OutputKind:
+    """A data command's manifest kind (or None: a kind no existing target holds) as a kind."""
+    if isinstance(kind, OutputKind):
+        return kind
+    return OutputKind(kind or "output", holds=None if kind else (lambda path: False))
+
+
+def check_output(
+    path,
+    kind: OutputKind | str | None,
+    *,
+    inputs: dict | None = None,
+    overwrite: bool = False,
+    flag: str = "--out",
+    overwrite_flag: str | None = "--overwrite",
+) -> Path:
+    """The one output rule of every doit writer; returns ``path`` resolved, or OutputError
+    (one line naming ``flag``) before anything is written.
+
+    Never an input (``inputs``: what each is called -> its path; None skipped), a folder
+    holding one, the current directory or a folder holding it; never a folder where a file
+    is expected or the reverse, nor a place this process cannot write. An existing target
+    only when it is ``kind``'s output (`OutputKind.holds`), an empty folder, or
+    ``overwrite`` (and never, even then, a file or folder inside an input).
+    """
+    kind = as_output_kind(kind)
+    target = Path(os.path.abspath(path))
+    named = {k: Path(os.path.abspath(v)) for k, v in (inputs or {}).items() if v}
+    _refuse_inputs(path, target, {**named, "the current directory": Path.cwd()}, flag, kind)
+    _refuse_unwritable(path, target, flag, kind)
+    if not os.path.lexists(target):
+        return target
+    if target.is_dir() != (kind.expect == "dir"):
+        what = "a folder" if target.is_dir() else "a file"
+        raise OutputError(f"{flag}: {path} is {what}; a {kind.noun} is expected")
+    if kind.held_by(target) or kind.expect == "dir" and not any(target.iterdir()):
+        return target
+    holder = next((k for k, v in named.items() if v in target.parents), None)
+    if holder is not None:
         raise OutputError(
-            f"--out: {path} exists and is {what} (no manifest.json of kind "
-            f"{kind!r}); give another folder, or --overwrite to replace it"
+            f"{flag}: {path} is part of {holder} ({named[holder]}) and not a doit "
+            f"{kind.name} {kind.noun}; give another {kind.noun}"
         )
+    if overwrite:
+        return target
+    hint = f", or {overwrite_flag} to replace it" if overwrite_flag else ""
+    raise OutputError(
+        f"{flag}: {path} exists and is not a doit {kind.name} {kind.noun} ({kind.missing}); "
+        f"give another {kind.noun}{hint}"
+    )
+
+
+def _refuse_inputs(path, target: Path, named: dict, flag: str, kind: OutputKind) -> None:
+    for what, source in named.items():
+        source = Path(os.path.realpath(source)) if source.exists() else source
+        real = Path(os.path.realpath(target)) if target.exists() else target
+        if real == source or target == source:
+            raise OutputError(f"{flag}: {path} is {what}; give another {kind.noun}")
+        if real in source.parents or target in source.parents:
+            raise OutputError(
+                f"{flag}: {path} contains {what} ({source}); give another {kind.noun}"
+            )
+
+
+def _refuse_unwritable(path, target: Path, flag: str, kind: OutputKind) -> None:
+    """A target whose nearest existing folder is a file, or one this process cannot write in."""
+    folder = target if target.is_dir() else target.parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise OutputError(f"{flag}: {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag}: {path}: cannot write in {folder} (permission denied)")
 
 
 @contextlib.contextmanager
 def atomic_output_dir(
-    path, *, kind: str | None = None, overwrite: bool = False, sources=()
+    path,
+    *,
+    kind: OutputKind | str | None = None,
+    overwrite: bool = False,
+    sources=(),
+    flag: str = "--out",
+    overwrite_flag: str | None = "--overwrite",
 ) -> Iterator[Path]:
     """Yield a fresh temp directory beside ``path``; on success swap it in for ``path``.
 
-    ``path`` is checked first (`check_output_target`): never the source or a folder holding
-    it, and an existing target only when it is a doit output of ``kind`` or ``overwrite``.
+    ``path`` is checked first (`check_output`): never a source or a folder holding it, and
+    an existing target only when it is a doit output of ``kind`` or ``overwrite``.
     If the body raises, the previous ``path`` is untouched and the temp directory removed;
     one a killed writer left is removed by the next writer of the same target.
     """
-    path = Path(path).resolve()
-    check_output_target(path, kind, overwrite, sources)
+    inputs = {"the source" if i == 0 else f"the source #{i + 1}": s for i, s in enumerate(sources)}
+    path = check_output(
+        path, kind, inputs=inputs, overwrite=overwrite, flag=flag, overwrite_flag=overwrite_flag
+    ).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{path.name}."
     for stale in path.parent.glob(f"{glob.escape(prefix)}*.tmp-*"):

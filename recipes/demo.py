@@ -93,21 +93,49 @@ def main(argv=None) -> int:
         return 2
 
 
+def demo_study():
+    """The demo's output kind for ``--study``: a study (its plan.json), or one the demo began
+    and was stopped in before planning (only its demo.log)."""
+    from doit.grid.plan import STUDY
+    from doit.io import OutputKind
+
+    def holds(path: Path) -> bool:
+        return STUDY.held_by(path) or {p.name for p in path.iterdir()} <= {"demo.log"}
+
+    return OutputKind("study", holds=holds, marker=STUDY.marker)
+
+
+def check_outputs(a) -> None:
+    """``--study`` and ``--data`` under doit's one output rule, before anything is written:
+    the study never the corpus or the grid (nor a folder holding them, nor the current
+    directory), an existing one only a study; the corpus, unless built, the same. The demo
+    has no overwrite: its errors name its own flags and ask for another folder."""
+    from doit.data.micro.corpus import MICRO
+    from doit.io import check_output
+
+    inputs = {"the corpus (--data)": a.data, "the grid (--grid)": a.grid}
+    check_output(a.study, demo_study(), inputs=inputs, flag="--study", overwrite_flag=None)
+    if not (a.data / "manifest.json").is_file():
+        inputs = {"the study (--study)": a.study, "the grid (--grid)": a.grid}
+        check_output(a.data, MICRO, inputs=inputs, flag="--data", overwrite_flag=None)
+
+
 def demo(a) -> int:
     from doit.data.micro.corpus import describe, write_corpus
     from doit.grid.plan import write_plan
     from doit.grid.runner import run_study
     from doit.grid.spec import load_grid
 
+    check_outputs(a)
     clock, log = Clock(BUDGETS), a.study / "demo.log"
     with clock.step("corpus"):
         if not (a.data / "manifest.json").is_file():
             with logged(log):
-                write_corpus(a.data)
+                write_corpus(a.data, flag="--data", overwrite_flag=None)
         print(f"    {describe(a.data)}")
     grid = load_grid(a.grid, {"doit_dir": str(a.data)})
     with logged(log):
-        cells, _ = write_plan(grid, a.study, replan=True)
+        cells, _ = write_plan(grid, a.study, replan=True, flag="--study", kind=demo_study())
     print(f"    {a.study}: {len(cells)} cells planned from {a.grid}")
     with clock.step("bases"):
         run_study(a.study, "local", a.workers, 1, pattern="pretrain-*")

@@ -734,3 +734,299 @@ def test_a_cell_failed_just_before_a_second_runner_reaches_it_is_not_rerun(tmp_p
     assert status_of(study, cells[1].id)["error"] == "RuntimeError: out of memory"
     assert runner.work_cell(study, cells[1].id, retry_failed=True) == "done"
     assert ran[-1] == cells[1].id
+
+
+# --- #26 output rule ---
+import contextlib  # noqa: E402  (this section's own imports: it is appended whole)
+import io  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+from tests.tiny import TINY_PRETRAIN  # noqa: E402
+
+PRETRAIN_XS = Path(__file__).parents[1] / "recipes" / "configs" / "pretrain" / "xs.yaml"
+
+
+# One rule for every writer (`doit.io.check_output`): never an input or a folder holding one,
+# never the cwd; an existing target only when it holds the same kind's output (or --overwrite);
+# a file where a folder is expected and the reverse are one-line errors; checked first.
+@pytest.fixture(scope="session")
+def rule_base(tmp_path_factory) -> Path:
+    """A tiny real base (tokenizer + 2-layer Llama), read-only to these tests."""
+    from tests.tiny import make_base
+
+    return make_base(tmp_path_factory.mktemp("rule") / "base")
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (or ``root`` itself) with its bytes: what must not change."""
+    root = Path(root)
+    if root.is_file():
+        return {root.name: root.read_bytes()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def refused(code: int, err: str, *says: str) -> None:
+    """Exit 2 and a one-line error (no traceback) that says each of ``says``."""
+    assert code == 2, err
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for part in says:
+        assert part in lines[0], (part, lines[0])
+
+
+def sft_main(tmp_path, **keys) -> int:
+    from doit.train.sft import main
+
+    return exit_code(main, ["--config", run_config(tmp_path, **keys)])
+
+
+@contextlib.contextmanager
+def cwd_at(folder: Path):
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def test_sft_into_its_own_base_is_refused_and_the_base_kept(rule_base, tmp_path, capsys):
+    before = snapshot(rule_base)
+    code = sft_main(tmp_path, model_name_or_path=str(rule_base), output_dir=str(rule_base))
+    refused(code, capsys.readouterr().err, "--output_dir", "the base (--model_name_or_path)")
+    assert snapshot(rule_base) == before
+
+
+def test_sft_into_a_folder_holding_the_users_metrics_is_refused(rule_base, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "metrics.jsonl").write_text('{"my": "own numbers"}\n')
+    code = sft_main(tmp_path, model_name_or_path=str(rule_base), output_dir=str(mine))
+    refused(code, capsys.readouterr().err, "--output_dir", str(mine), "no run_info.json")
+    assert snapshot(mine) == {"metrics.jsonl": b'{"my": "own numbers"}\n'}
+
+
+def test_sft_into_its_corpus_or_the_cwd_is_refused(rule_base, corpus, tmp_path, capsys):
+    before = snapshot(corpus)
+    code = sft_main(
+        tmp_path, model_name_or_path=str(rule_base), doit_dir=str(corpus), output_dir=str(corpus)
+    )
+    refused(code, capsys.readouterr().err, "--output_dir", "the corpus (--doit_dir)")
+    work = tmp_path / "work"
+    work.mkdir()
+    with cwd_at(work):
+        code = sft_main(tmp_path, model_name_or_path=str(rule_base), output_dir=".")
+    refused(code, capsys.readouterr().err, "--output_dir", "the current directory")
+    assert snapshot(corpus) == before and list(work.iterdir()) == []
+
+
+def test_sft_output_dir_a_file_is_a_one_line_error(rule_base, tmp_path, capsys):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("keep me")
+    code = sft_main(tmp_path, model_name_or_path=str(rule_base), output_dir=str(afile))
+    refused(code, capsys.readouterr().err, "--output_dir", "is a file; a folder is expected")
+    assert afile.read_text() == "keep me"
+
+
+def test_pretrain_into_its_corpus_is_refused(rule_base, tmp_path, capsys):
+    """A corpus laid out as `doit data micro` writes what pretraining reads of it."""
+    from doit.train.pretrain import main
+
+    corpus = tmp_path / "micro"
+    (corpus / "pretrain").mkdir(parents=True)
+    for split in ("train", "valid"):
+        (corpus / "pretrain" / f"{split}.txt").write_text("某甲 在 山 中 。\n" * 64)
+    shutil.copytree(rule_base, corpus / "tokenizer", ignore=shutil.ignore_patterns("*.safetensors"))
+    before = snapshot(corpus)
+    argv = ["--config", str(PRETRAIN_XS), "--micro_dir", str(corpus), "--output_dir", str(corpus)]
+    argv += [x for k, v in TINY_PRETRAIN.items() for x in (f"--{k}", str(v))]
+    refused(exit_code(main, argv), capsys.readouterr().err, "--output_dir", "--micro_dir")
+    assert snapshot(corpus) == before
+
+
+def predict(argv: list[str]) -> int:
+    from doit.eval.cli import main
+
+    return exit_code(main, ["predict", *argv])
+
+
+def test_predict_over_a_corpus_file_or_a_models_config_is_refused(
+    rule_base, corpus, tmp_path, capsys
+):
+    test_file = corpus / "curated" / "test" / "biology_test.json"
+    for out, says in (
+        (test_file, "part of the corpus (--data)"),
+        (rule_base / "config.json", "part of the model (--model)"),
+    ):
+        before = {**snapshot(corpus), **snapshot(rule_base)}
+        argv = ["--model", str(rule_base), "--data", str(corpus), "--chat-format", "doit"]
+        code = predict([*argv, "--out", str(out), "--overwrite"])  # not even with --overwrite
+        refused(code, capsys.readouterr().err, "--out", says)
+        assert {**snapshot(corpus), **snapshot(rule_base)} == before
+
+
+def test_predict_out_a_directory_is_refused_before_predicting(rule_base, corpus, tmp_path, capsys):
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    argv = ["--model", str(rule_base), "--data", str(corpus), "--chat-format", "doit"]
+    started = time.perf_counter()
+    refused(predict([*argv, "--out", str(folder)]), capsys.readouterr().err, "--out", "is a folder")
+    assert time.perf_counter() - started < 5 and list(folder.iterdir()) == []
+
+
+def test_score_over_its_own_predictions_is_refused(tmp_path, capsys):
+    mc, _ = first_items()
+    pred = predictions_file(tmp_path, [line_of(mc)])
+    before = pred.read_bytes()
+    from doit.eval.cli import main
+
+    argv = ["score", str(pred), "--data", str(FIXTURE), "--out", str(pred)]
+    refused(exit_code(main, argv), capsys.readouterr().err, "--out", "is the predictions")
+    assert pred.read_bytes() == before
+
+
+def planted_study_folder(tmp_path) -> Path:
+    """A study folder as the runner leaves it: results/<cell>.parquet."""
+    import pandas as pd
+
+    study = tmp_path / "study"
+    (study / "results").mkdir(parents=True)
+    pd.read_csv(planted_table(tmp_path)).to_parquet(study / "results" / "cell.parquet")
+    return study
+
+
+def test_analysis_into_a_folder_holding_the_users_fits_is_refused(tmp_path, capsys):
+    table, mine = planted_table(tmp_path), tmp_path / "mine"
+    mine.mkdir()
+    (mine / "fits.csv").write_text("my,own\n1,2\n")
+    argv = ["run", str(table), "--out", str(mine), "--replicates", "20"]
+    refused(analysis(argv), capsys.readouterr().err, "--out", "--overwrite")
+    assert snapshot(mine) == {"fits.csv": b"my,own\n1,2\n"}
+
+
+def test_analysis_into_its_study_the_cwd_or_a_file_is_refused(tmp_path, capsys):
+    study = planted_study_folder(tmp_path)
+    before = snapshot(study)
+    afile = tmp_path / "afile.txt"
+    afile.write_text("keep me")
+    for out, says in ((study, "is the source"), (afile, "is a file; a folder is expected")):
+        argv = ["run", str(study), "--out", str(out), "--replicates", "20", "--overwrite"]
+        refused(analysis(argv), capsys.readouterr().err, "--out", says)
+    with cwd_at(study):
+        argv = ["run", str(study), "--out", ".", "--replicates", "20"]
+        refused(analysis(argv), capsys.readouterr().err, "--out", "is the source")
+    assert snapshot(study) == before and afile.read_text() == "keep me"
+
+
+def test_analysis_rerun_into_its_own_output_folder_writes_it_again(tmp_path, capsys):
+    table, out = planted_table(tmp_path), tmp_path / "out"
+    argv = ["fit", str(table), "--out", str(out), "--replicates", "20"]
+    assert analysis(argv) == 0 and analysis(argv) == 0
+    assert (out / "fits.csv").is_file() and (out / "manifest.json").is_file()
+
+
+def test_stats_plot_a_directory_is_a_one_line_error(corpus, tmp_path, capsys):
+    folder = tmp_path / "plots"
+    folder.mkdir()
+    argv = ["stats", str(corpus), "--plot", str(folder)]
+    refused(data(argv), capsys.readouterr().err, "--plot", str(folder), "is a folder")
+
+
+def curriculum_argv(source: Path, out: Path) -> list[str]:
+    pools = "biology=100,code=100"
+    return ["curriculum", str(source), "--budget", "40", "--pools", pools, "--out", str(out)]
+
+
+def test_curriculum_into_a_folder_of_hand_written_mixes_is_refused(tmp_path, capsys):
+    mine = tmp_path / "mine"
+    (mine / "mixes").mkdir(parents=True)
+    (mine / "mixes" / "marginal-40.yaml").write_text("counts: {biology: 40}  # mine\n")
+    (mine / "curriculum.csv").write_text("my,own\n")
+    before = snapshot(mine)
+    argv = [*curriculum_argv(planted_table(tmp_path), mine), "--replicates", "20"]
+    refused(analysis(argv), capsys.readouterr().err, "--out", "no manifest.json", "--overwrite")
+    assert snapshot(mine) == before
+
+
+def test_curriculum_into_its_study_is_refused(tmp_path, capsys):
+    study = planted_study_folder(tmp_path)
+    before = snapshot(study)
+    argv = [*curriculum_argv(study, study), "--replicates", "20"]
+    refused(analysis(argv), capsys.readouterr().err, "--out", "is the source")
+    assert snapshot(study) == before
+
+
+def test_plan_into_its_corpus_an_unrelated_folder_the_cwd_or_a_file_is_refused(
+    corpus, tmp_path, capsys
+):
+    path = grid_file(tmp_path, doit_dir=str(corpus))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    afile = tmp_path / "afile.txt"
+    afile.write_text("keep me")
+    before = {**snapshot(corpus), **snapshot(mine), **snapshot(afile)}
+    cases = [
+        (corpus, "the grid's doit_dir"),
+        (mine, "no plan.json"),
+        (afile, "is a file; a folder is expected"),
+        (tmp_path, "contains the grid file"),
+    ]
+    for out, says in cases:
+        refused(grid(["plan", str(path), "--out", str(out)]), capsys.readouterr().err, says)
+    with cwd_at(mine):
+        refused(grid(["plan", str(path), "--out", "."]), capsys.readouterr().err, "--out")
+    assert {**snapshot(corpus), **snapshot(mine), **snapshot(afile)} == before
+
+
+def test_demo_data_an_unrelated_folder_names_the_demos_own_flags(tmp_path, capsys):
+    from recipes.demo import main
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    argv = ["--data", str(mine), "--study", str(tmp_path / "study")]
+    err = (exit_code(main, argv), capsys.readouterr().err)
+    refused(*err, "--data", str(mine))
+    assert "--out" not in err[1] and "--overwrite" not in err[1]
+    assert snapshot(mine) == {"notes.txt": b"keep me"} and not (tmp_path / "study").exists()
+
+
+def test_a_read_only_output_parent_is_a_one_line_error_naming_it(tmp_path):
+    """As a user without write access (root writes anywhere: a forked child drops to nobody)."""
+    import multiprocessing
+
+    from doit.eval.cli import main
+
+    shared = Path(tempfile.mkdtemp(prefix="doit-ro-"))
+    try:
+        mc, _ = first_items()
+        pred = predictions_file(shared, [line_of(mc)])
+        locked = shared / "locked"
+        locked.mkdir()
+        for p in (shared, pred, locked):
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        out = locked / "scores.json"
+        argv = ["score", str(pred), "--data", str(FIXTURE), "--out", str(out)]
+        ctx = multiprocessing.get_context("fork")
+        reader, writer = ctx.Pipe(duplex=False)
+
+        def as_nobody():
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = exit_code(main, argv)
+            writer.send((code, err.getvalue()))
+
+        child = ctx.Process(target=as_nobody)
+        child.start()
+        code, err = reader.recv()
+        child.join(60)
+        refused(code, err, "--out", str(locked), "permission denied")
+        assert list(locked.iterdir()) == []
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

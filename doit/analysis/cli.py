@@ -25,8 +25,16 @@ from doit.analysis.sensitivity import DELTA
 from doit.data.abilities import FORMULATIONS
 from doit.flags import ArgumentParser
 from doit.grid.results import ResultsError
+from doit.io import OutputKind, check_output, mark_output
 
 STEPS = ("run", "select", "fit", "features", "predict", "plot", "report")
+ANALYSIS = OutputKind("analysis")  # its folder's manifest.json: every step writes into it again
+OVERWRITE_HELP = "write into an existing --out that is not this command's output folder"
+
+
+def check_out(args, kind: OutputKind, inputs: dict) -> None:
+    """``--out`` under doit's one output rule, before any table is read or fitted."""
+    check_output(args.out, kind, inputs=inputs, overwrite=args.overwrite)
 
 
 def build_parser() -> ArgumentParser:
@@ -36,6 +44,7 @@ def build_parser() -> ArgumentParser:
         s = sub.add_parser(step, help=f"{step} (see doit/analysis/README.md)")
         s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
         s.add_argument("--out", required=True, type=Path, help="output folder")
+        s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
         s.add_argument("--rule", default="study", choices=SELECT_RULES, help="checkpoint selection")
         s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
         s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
@@ -76,6 +85,7 @@ def build_parser() -> ArgumentParser:
         help="ladder folders (<arch>_<size>/seed<k>/metrics.jsonl) or CSV tables of runs",
     )
     s.add_argument("--out", required=True, type=Path, help="output folder")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.add_argument(
         "--base-arch", default="vanilla", help="the architecture the others are paired with"
     )
@@ -100,6 +110,7 @@ def curriculum_parser(sub) -> None:
         help=f"comma-separated, or all: {', '.join(POLICIES)} (uniform always comes)",
     )
     s.add_argument("--out", required=True, type=Path, help="output folder")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.add_argument("--base", help="the target base (default: the study's largest)")
     s.add_argument("--params", type=float, help="a target outside the study: its parameters")
     s.add_argument(
@@ -168,6 +179,8 @@ def run(args) -> int:
     from doit.analysis import plots, report
     from doit.analysis.pipeline import Analysis, load_truth
 
+    named = {"the source": args.source, "--features": args.features, "--base": args.base}
+    check_out(args, ANALYSIS, {**named, "--data": args.data})
     a = Analysis(
         str(args.source),
         args.rule,
@@ -216,7 +229,7 @@ def write_tables(a, out: Path, step: str = "run") -> list[Path]:
     """The CSV outputs of ``step`` (run: all of them), each written atomically; returns them."""
     from doit.io import atomic_path
 
-    out.mkdir(parents=True, exist_ok=True)
+    mark_output(out, ANALYSIS.name)
     wanted = {
         "select": [
             ("selected.csv", lambda: a.selected),
@@ -240,7 +253,9 @@ def write_tables(a, out: Path, step: str = "run") -> list[Path]:
 def curriculum(args) -> int:
     from doit.analysis import curriculum as cur
     from doit.analysis.curriculum.options import POLICIES, Options, parse_pairs
+    from doit.analysis.curriculum.outputs import CURRICULUM
 
+    check_out(args, CURRICULUM, {"the source": args.source, "--data": args.data})
     policies = (
         POLICIES if args.policy == "all" else tuple(p.strip() for p in args.policy.split(","))
     )
@@ -333,7 +348,7 @@ def write_empty(a, out: Path, step: str) -> int:
         "select": ["selected.csv"],
         "fit": ["fits.csv", "sensitivity.csv"],
     }.get(step, [])
-    out.mkdir(parents=True, exist_ok=True)
+    mark_output(out, ANALYSIS.name)
     written = []
     for name in wanted:
         pd.DataFrame(columns=columns[name]).to_csv(out / name, index=False)
@@ -349,6 +364,7 @@ def write_empty(a, out: Path, step: str) -> int:
 def ladder(args) -> int:
     from doit.analysis import ladder as lad
 
+    check_out(args, lad.LADDER, {f"the source {s}": s for s in args.sources})
     result = lad.analyse(lad.load_runs(args.sources), args.base_arch, args.replicates, args.seed)
     written = lad.write(result, args.out)
     print(result.table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))

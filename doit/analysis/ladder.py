@@ -36,11 +36,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from doit.io import atomic_write_text
+from doit.io import OutputKind, atomic_write_text, mark_output
 
 BASE = "vanilla"
 PAPER = "paper: ~10.4% (fixed 0.5/0.5, earlier version), 16.11% (v5 headline, variant unverified)"
 REPLICATES = 2000
+LADDER = OutputKind("ladder")  # its folder's manifest.json: written again only when it says so
 # column -> what it holds; unigram_loss may be null (older runs did not record it)
 RUN_COLUMNS = {
     "arch": "architecture (vanilla | resformer | svformer | ...)",
@@ -161,7 +162,7 @@ def write(ladder: Ladder, out) -> list[Path]:
     from doit.analysis.plots import loss_vs_params, plt
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    mark_output(out, LADDER.name)
     written = []
     for name, df in (("runs", ladder.runs), ("table", ladder.table), ("fits", ladder.fits)):
         written.append(atomic_write_text(out / f"{name}.csv", df.to_csv(index=False)))

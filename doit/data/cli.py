@@ -58,8 +58,12 @@ def cmd_validate(a) -> int:
 
 
 def cmd_stats(a) -> int:
-    from doit.data.stats import load_all, plot_lengths, stats_table
+    from doit.data.stats import LENGTH_PLOT, load_all, plot_lengths, stats_table
+    from doit.io import check_output
 
+    if a.plot:  # before the corpus is read: a bad --plot is refused at once
+        inputs = {"the corpus": a.path, "the tokenizer (--tokenizer)": a.tokenizer}
+        check_output(a.plot, LENGTH_PLOT, inputs=inputs, overwrite=a.overwrite, flag="--plot")
     splits = load_all(Path(a.path))
     tok = None
     if a.tokenizer:
@@ -208,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("path")
     s.add_argument("--tokenizer", help="tokenizer directory: adds token-length percentiles")
     s.add_argument("--plot", help="write a per-ability length histogram grid (PNG)")
+    s.add_argument(
+        "--overwrite", action="store_true", help="replace a --plot file stats did not write"
+    )
     s.set_defaults(func=cmd_stats)
     sp = sub.add_parser("split", help="deterministic stratified train/valid/test split")
     sp.add_argument("input")

@@ -40,7 +40,7 @@ from doit.data import abilities as ab
 from doit.data.cells import cell_name, pool_sizes, source_is_synthetic, write_cell
 from doit.data.load import load_items
 from doit.data.sampling import by_ability, take
-from doit.io import atomic_output_dir, check_output_target
+from doit.io import atomic_output_dir, check_output
 
 ALL = "all"
 _KEYS = {"seed", "source", "counts", "fill", "exclude", "synthetic", "provenance"}
@@ -285,7 +285,9 @@ def sample_mix(spec: MixSpec, source) -> list[dict]:
 def build_mix(source, spec: MixSpec, out, overwrite: bool = False) -> dict:
     """Write the mix as a DoIT-layout cell at ``out``; returns its manifest."""
     source, out = Path(source), Path(out)
-    check_output_target(out.resolve(), "mix", overwrite, [source])  # before reading anything
+    check_output(
+        out, "mix", inputs={"the source": source}, overwrite=overwrite
+    )  # before reading anything
     items, short = draw(spec, *load_pools(spec, source))
     args = {"source": str(source), "mix": spec.path, "seed": spec.seed}
     with atomic_output_dir(out, kind="mix", overwrite=overwrite, sources=[source]) as tmp:

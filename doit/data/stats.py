@@ -10,7 +10,7 @@ import pandas as pd
 from doit.data import abilities as ab
 from doit.data.layout import SPLIT_DIRS, SYNTHETIC_DIR
 from doit.data.load import load_items
-from doit.io import atomic_path
+from doit.io import OutputKind, atomic_path
 
 STAT_SPLITS = ("1000", "full", "train", "valid", "test", ab.SYNTHETIC)
 
@@ -62,6 +62,21 @@ def stats_table(splits: dict[str, list[dict]], tokenizer=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PLOT_STAMP = "doit data stats --plot"  # written into the figure: a rerun may replace it
+STAMPED = (".png", ".pdf", ".svg")  # formats whose metadata carries the stamp
+
+
+def is_length_plot(path: Path) -> bool:
+    """Whether ``path`` is a figure `plot_lengths` wrote (its metadata carries the stamp)."""
+    try:
+        return PLOT_STAMP.encode() in Path(path).read_bytes()
+    except OSError:
+        return False
+
+
+LENGTH_PLOT = OutputKind("length plot", "file", is_length_plot, f"no {PLOT_STAMP!r} stamp")
+
+
 def plot_lengths(splits: dict[str, list[dict]], path: Path) -> Path:
     import matplotlib
 
@@ -88,7 +103,8 @@ def plot_lengths(splits: dict[str, list[dict]], path: Path) -> Path:
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     fig.tight_layout()
+    stamp = {"Creator": PLOT_STAMP} if path.suffix.lower() in STAMPED else None
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=90)
+        fig.savefig(tmp, dpi=90, metadata=stamp)
     plt.close(fig)
     return path

@@ -17,7 +17,7 @@ from doit.data import abilities as ab
 from doit.data.cells import cell_name, source_is_synthetic, write_cell
 from doit.data.load import load_items
 from doit.data.mixes import MixError, draw, per_ability_spec, synthetic_spec
-from doit.io import MANIFEST, atomic_output_dir, check_output_target, write_json
+from doit.io import MANIFEST, atomic_output_dir, check_output, write_json
 
 KIND = "subsets"  # the manifest kind of a folder of subset cells
 
@@ -42,7 +42,9 @@ def build_subsets(
     source, out = Path(source), Path(out)
     sizes = sorted(set(int(n) for n in sizes))
     _check_sizes(sizes, "per_ability")
-    check_output_target(out.resolve(), KIND, overwrite, [source])  # before reading anything
+    check_output(
+        out, KIND, inputs={"the source": source}, overwrite=overwrite
+    )  # before reading anything
     specs = {n: per_ability_spec(n, seed, pool, abilities) for n in sizes}
     pool_items = load_items(source, pool)  # read once for every size
     cells = {n: draw(spec, pool_items, [])[0] for n, spec in specs.items()}
@@ -62,7 +64,7 @@ def build_synthetic_subsets(
     source, out = Path(source), Path(out)
     totals = sorted(set(int(n) for n in totals))
     _check_sizes(totals, "totals")
-    check_output_target(out.resolve(), KIND, overwrite, [source])
+    check_output(out, KIND, inputs={"the source": source}, overwrite=overwrite)
     synthetic = load_items(source, ab.SYNTHETIC)
     cells = {n: draw(synthetic_spec(n, seed), [], synthetic)[0] for n in totals}
     args = {"source": str(source), "synthetic": True, "totals": totals, "seed": seed}

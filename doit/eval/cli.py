@@ -13,12 +13,32 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from doit.data.abilities import FORMULATIONS
 from doit.data.schema import DataError
 from doit.eval.kinds import DEFAULT_NORM, NORMS
 from doit.flags import ArgumentParser
-from doit.io import write_json
+from doit.io import OutputKind, check_output, json_holding, write_json
+
+
+def _predictions_file(path: Path) -> bool:
+    from doit.eval.predict import rules_path
+
+    return rules_path(path).is_file()
+
+
+# What each writer's --out holds: an existing --out is replaced only when it is one (or --overwrite).
+PREDICTIONS = OutputKind("predictions", "file", _predictions_file, "no PRED.rules.json beside it")
+SCORES = OutputKind(
+    "scores", "file", json_holding("abilities", "macro_in_domain"), "no scores.json keys"
+)
+BENCH = OutputKind("benchmark", "file", json_holding("benchmarks"), "no BENCH.json keys")
+
+
+def check_out(a, kind: OutputKind, inputs: dict) -> None:
+    """``--out`` under doit's one output rule, before any model is loaded or item scored."""
+    check_output(a.out, kind, inputs=inputs, overwrite=a.overwrite)
 
 
 def _kinds(text: str) -> dict[str, int]:
@@ -35,6 +55,15 @@ def cmd_predict(a) -> int:
     from doit.eval.evaluate import Model, load_split_items, predict_split
     from doit.eval.predict import rules_path
 
+    check_out(
+        a,
+        PREDICTIONS,
+        {
+            "the model (--model)": a.model,
+            "the adapter (--adapter)": a.adapter,
+            "the corpus (--data)": a.data,
+        },
+    )
     items = load_split_items(a.data, a.split, a.abilities, a.ood, a.formulation)
     model = Model(a.model, a.adapter, a.dtype, a.chat_format, a.seed)
     rules = predict_split(model, items, a.out, a.max_new_tokens, a.batch_size, a.formulation)
@@ -55,8 +84,18 @@ def cmd_predict(a) -> int:
 def cmd_score(a) -> int:
     from doit.data.abilities import formulate
     from doit.data.load import load_items
+    from doit.eval.predict import rules_path
     from doit.eval.score import formulation_of, score_file
 
+    check_out(
+        a,
+        SCORES,
+        {
+            "the predictions": a.predictions,
+            "their rules": rules_path(a.predictions),
+            "the corpus (--data)": a.data,
+        },
+    )
     formulation = formulation_of(a.predictions)  # the items as the predictions saw them
     items = [formulate(it, formulation) for it in load_items(a.data, a.split)]
     result = score_file(items, a.predictions, a.math, a.ties, a.allow_missing, a.norm)
@@ -76,6 +115,15 @@ def cmd_score(a) -> int:
 def cmd_bench(a) -> int:
     from doit.eval.public_bench import letter_tokens, make_lm, run_bench
 
+    check_out(
+        a,
+        BENCH,
+        {
+            "the model (--model)": a.model,
+            "the adapter (--adapter)": a.adapter,
+            "the benchmarks (--data-dir)": a.data_dir,
+        },
+    )
     lm = make_lm(a.model, a.adapter, a.dtype, a.batch_size)
     run = {"model": a.model, "adapter": a.adapter, "letter_tokens": letter_tokens(lm)}
     result = run_bench(lm, a.data_dir, a.tasks, a.shots, **run)
@@ -102,6 +150,9 @@ def build_parser() -> ArgumentParser:
     pr.add_argument("--abilities", help="comma-separated ability keys (default: all)")
     pr.add_argument("--ood", action="store_true", help="include the C-Eval out-of-domain sets")
     pr.add_argument("--out", required=True)
+    pr.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out of another kind"
+    )
     pr.add_argument("--batch-size", type=int, default=16)
     pr.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto")
     pr.add_argument(
@@ -139,6 +190,9 @@ def build_parser() -> ArgumentParser:
     sc.add_argument("--data", required=True)
     sc.add_argument("--split", choices=["valid", "test"], default="test")
     sc.add_argument("--out", required=True)
+    sc.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out of another kind"
+    )
     sc.add_argument("--math", choices=["paper", "verify"], default="paper")
     sc.add_argument("--ties", choices=["correct", "wrong"], default="correct")
     sc.add_argument(
@@ -181,6 +235,9 @@ def _add_bench(sub) -> None:
         "--shots", type=shot_list, default=[0, 5], help="comma-separated, 0..5 (default 0,5)"
     )
     be.add_argument("--out", required=True)
+    be.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out of another kind"
+    )
     be.add_argument("--batch-size", type=int, default=16)
     be.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto")
     be.set_defaults(func=cmd_bench)

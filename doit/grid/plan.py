@@ -36,11 +36,12 @@ from pathlib import Path
 import yaml
 
 from doit.data import abilities as ab
-from doit.grid.spec import Base, Grid, GridError, parse_grid
-from doit.io import inside, read_json, write_json
+from doit.grid.spec import Axis, Base, Grid, GridError, parse_grid
+from doit.io import OutputKind, check_output, inside, read_json, write_json
+from doit.train import rundir
 
 PLAN = "plan.json"
-BASE_IDENTITY = "doit_base.json"  # written beside a base the runner pretrained: what built it
+BASE_IDENTITY = rundir.BASE_IDENTITY  # written beside a base the runner pretrained: what built it
 CELLS = "cells"
 KINDS = ("pretrain", "base", "sft")
 
@@ -445,8 +446,36 @@ def read_plan(study) -> Plan:
     return Plan(grid, tuple(Cell.from_dict(c, path) for c in data["cells"]))
 
 
-def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], list[str]]:
+STUDY = OutputKind("study", holds=lambda path: (path / PLAN).is_file(), marker=f"no {PLAN}")
+
+
+def study_inputs(grid: Grid) -> dict:
+    """What a study is planned from, by name: no study folder may be, or hold, any of them."""
+    named = {"the grid file": grid.path, "the grid's doit_dir": grid.doit_dir}
+    for i, base in enumerate(grid.bases):
+        if base.pretrain is None:  # a base the study pretrains is its output, not its input
+            named[f"bases[{i}].path"] = base.resolved
+        if base.sft_config:
+            named[f"bases[{i}].sft_config"] = base.sft_config
+    if not grid.pretraining_only:
+        named["sft.config"] = grid.sft.config
+    for i, bench in enumerate(grid.benchmarks):
+        named[f"benchmarks[{i}].data_dir"] = bench.data_dir
+    mixes = grid.data.get("mix")
+    for i, mix in enumerate(mixes.values if isinstance(mixes, Axis) else ()):
+        named[f"data.mix[{i}]"] = mix
+    return named
+
+
+def write_plan(
+    grid: Grid, study, replan: bool = False, flag: str = "--out", kind: OutputKind = STUDY
+) -> tuple[list[Cell], list[str]]:
     """Write ``STUDY/plan.json`` and each cell's folder; returns (cells, retired cell ids).
+
+    ``study`` is checked first (`doit.io.check_output`, named ``flag``): never one of the
+    grid's inputs (`study_inputs`), a folder holding one or the current directory; an existing
+    folder only when it is a study (its plan.json; the caller's ``kind`` may allow more) or
+    empty.
 
     A study planned from another grid is refused (naming the differing keys) unless
     ``replan``: then cells whose id is unchanged keep their work, and the rows of cells the
@@ -455,6 +484,7 @@ def write_plan(grid: Grid, study, replan: bool = False) -> tuple[list[Cell], lis
     """
     from doit.grid.checks import check_plan
 
+    check_output(study, kind, inputs=study_inputs(grid), flag=flag, overwrite_flag=None)
     study = Path(study)
     with tempfile.TemporaryDirectory(prefix="doit-plan-") as tmp:  # random mixes, until checked
         cells = expand(grid, tmp)

@@ -49,11 +49,12 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from doit.io import atomic_write_text, dumps_jsonl, read_json, read_jsonl, write_json
+from doit.io import OutputKind, atomic_write_text, dumps_jsonl, read_json, read_jsonl, write_json
 
 DONE = "DONE"
 RUN_INFO = "run_info.json"
 METRICS = "metrics.jsonl"
+BASE_IDENTITY = "doit_base.json"  # the grid runner's record of what built a base, written first
 CHECKPOINT_PREFIX = "checkpoint"
 KINDS = ("start", "train", "valid", "summary", "end")
 SHARED_KEYS = ("kind", "step", "epoch", "tokens", "wall_s")
@@ -87,6 +88,32 @@ class RunResult:
     final: dict
     checkpoints: list[Path] = field(default_factory=list)
     trained: bool = True  # False: the run was already DONE and was read back
+
+
+# --- what an existing output_dir must hold to be written again (`doit.io.check_output`) --------
+def is_pretraining_run(run_dir) -> bool:
+    """A pretraining run's folder: DONE, the grid runner's record of the base it builds, or a
+    metrics.jsonl that is empty or opens with a pretraining "start" row (a run restarts)."""
+    run_dir = Path(run_dir)
+    if (run_dir / DONE).is_file() or (run_dir / BASE_IDENTITY).is_file():
+        return True
+    if not (run_dir / METRICS).is_file():
+        return False
+    try:
+        rows = [r for _, r in read_jsonl(run_dir / METRICS, on_error="skip")]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return not rows or isinstance(rows[0], dict) and rows[0].get("kind") == "start"
+
+
+FINE_TUNING_RUN = OutputKind(
+    "fine-tuning run",
+    holds=lambda path: (path / RUN_INFO).is_file(),
+    marker=f"no {RUN_INFO}",
+)
+PRETRAINING_RUN = OutputKind(
+    "pretraining run", holds=is_pretraining_run, marker=f"no {DONE} and no {METRICS} of a run"
+)
 
 
 # --- metrics.jsonl ---------------------------------------------------------------------------------

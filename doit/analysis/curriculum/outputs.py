@@ -27,7 +27,11 @@ from doit.analysis.curriculum.core import MACRO, MACRO_VIEW, Result
 from doit.analysis.curriculum.model import replicate_curve
 from doit.analysis.fits import uniform
 from doit.analysis.plots import _panels, plt
-from doit.io import atomic_path, atomic_write_text
+from doit.io import OutputKind, atomic_path, atomic_write_text, mark_output
+
+CURRICULUM = OutputKind(
+    "curriculum"
+)  # its folder's manifest.json: written again only when it says so
 
 
 def mix_name(policy: str, budget: int) -> str:
@@ -192,6 +196,7 @@ def blocks(result: Result, figure_path: Path | None = None) -> list[tuple[str, o
 def write(result: Result, out: Path) -> list[Path]:
     """Every output into ``out`` (module docstring); returns the paths written."""
     out = Path(out)
+    mark_output(out, CURRICULUM.name)
     o = result.options
     texts = {
         out / "mixes" / f"{mix_name(p, o.budget)}.yaml": mix_text(result, p)

@@ -52,10 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     from doit.train import launch
 
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", level=logging.INFO)
+    from doit.io import OutputError
+
     launch.exit_on_sigterm()  # the launcher stops the other ranks with SIGTERM: clean up anyway
     try:
         result = run(parse_args(argv))
-    except ConfigError as e:
+    except (ConfigError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     finally:
@@ -73,6 +75,7 @@ def run(args: PretrainRecipeArgs) -> RunResult:
     from doit.train import launch
 
     out = Path(args.training.output_dir)
+    check_output_dir(args)
     if rundir.is_done(out):
         log.info("%s is finished (DONE); delete it to train again", out)
         return RunResult(out, rundir.read_done(out), trained=False)
@@ -80,6 +83,28 @@ def run(args: PretrainRecipeArgs) -> RunResult:
         trainer = build_trainer(args.model, args.training)
         trainer.train()
         return RunResult(out, finish(trainer))
+
+
+def check_output_dir(args: PretrainRecipeArgs) -> None:
+    """``output_dir`` under doit's one output rule (`doit.io.check_output`): never the corpus
+    (``micro_dir``), a train/valid file, the tokenizer, a folder holding one or the current
+    directory; an existing folder only when it is a pretraining run's or empty."""
+    from doit.io import check_output
+
+    a = args.model
+    inputs = {
+        "the corpus (--micro_dir)": a.micro_dir,
+        "the train file (--train_file)": a.train_file,
+        "the valid file (--valid_file)": a.valid_file,
+        "the tokenizer (--tokenizer_path)": a.tokenizer_path,
+    }
+    check_output(
+        args.training.output_dir,
+        rundir.PRETRAINING_RUN,
+        inputs=inputs,
+        flag="--output_dir",
+        overwrite_flag=None,
+    )
 
 
 __all__ = [
@@ -91,6 +116,7 @@ __all__ = [
     "PretrainTrainer",
     "build_model",
     "build_trainer",
+    "check_output_dir",
     "check_training_args",
     "finish",
     "main",

@@ -31,6 +31,7 @@ log = logging.getLogger("doit.train")
 
 def main(argv: list[str] | None = None) -> int:
     """The command (`recipes/sft.py`, `doit sft`): parse, run; a bad config exits 2."""
+    from doit.io import OutputError
     from doit.train import launch
     from doit.train.errors import ConfigError
 
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(parse_args(argv))
         return 0
-    except ConfigError as e:
+    except (ConfigError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     finally:
@@ -63,6 +64,7 @@ def _run(args) -> RunResult:
     out = Path(t.output_dir)
     main = t.process_index == 0
     setup_logging(main)
+    check_output_dir(args)  # before a finished run is read back: DONE may be another's
     if rundir.is_done(out):
         log.info("%s is finished (DONE); delete DONE to train again", out)
         if main:
@@ -99,6 +101,29 @@ def _run(args) -> RunResult:
     final = finish(trainer, args, tokenizer, time.perf_counter() - started)
     trainer.end()
     return RunResult(out, final, rundir.checkpoints(out))
+
+
+def check_output_dir(args) -> None:
+    """``output_dir`` under doit's one output rule (`doit.io.check_output`): never the base,
+    the corpus, the cell or mix drawn from, a folder holding one or the current directory; an
+    existing folder only when it is a fine-tuning run's (its run_info.json: then
+    `check_resume` decides) or empty. There is no overwrite: give another folder."""
+    from doit.io import check_output
+
+    d = args.data
+    inputs = {
+        "the base (--model_name_or_path)": args.model.model_name_or_path,
+        "the corpus (--doit_dir)": d.doit_dir,
+        "the cell (--subset_dir)": d.subset_dir,
+        "the mix (--mix)": d.mix,
+    }
+    check_output(
+        args.training.output_dir,
+        rundir.FINE_TUNING_RUN,
+        inputs=inputs,
+        flag="--output_dir",
+        overwrite_flag=None,
+    )
 
 
 def check_resume(args, train_sha: str | None = None) -> None:
@@ -203,4 +228,4 @@ def setup_logging(is_main: bool) -> None:
     transformers.logging.set_verbosity_warning()
 
 
-__all__ = ["check_resume", "main", "parse_args", "run"]
+__all__ = ["check_output_dir", "check_resume", "main", "parse_args", "run"]
