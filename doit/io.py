@@ -216,7 +216,8 @@ def check_output(
     """The one output rule of every doit writer; returns ``path`` resolved, or OutputError
     (one line naming ``flag``) before anything is written.
 
-    Never an input (``inputs``: what each is called -> its path; None skipped), a folder
+    Never an input (``inputs``: what each is called -> its path; None and paths that do not
+    exist, such as a hub model id, skipped), a folder
     holding one, the current directory or a folder holding it; never a folder where a file
     is expected or the reverse, nor a place this process cannot write. An existing target
     only when it is ``kind``'s output (`OutputKind.holds`), an empty folder, or
@@ -224,7 +225,8 @@ def check_output(
     """
     kind = as_output_kind(kind)
     target = Path(os.path.abspath(path))
-    named = {k: Path(os.path.abspath(v)) for k, v in (inputs or {}).items() if v}
+    given = {k: Path(os.path.abspath(v)) for k, v in (inputs or {}).items() if v}
+    named = {k: v for k, v in given.items() if os.path.lexists(v)}  # a hub id is no folder
     _refuse_inputs(path, target, {**named, "the current directory": Path.cwd()}, flag, kind)
     _refuse_unwritable(path, target, flag, kind)
     if not os.path.lexists(target):

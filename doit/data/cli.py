@@ -115,9 +115,14 @@ def cmd_curate(a) -> int:
     from doit.data.layout import split_files
     from doit.data.manifest import write_manifest
     from doit.data.split import input_files
-    from doit.io import atomic_output_dir, write_jsonl
+    from doit.io import atomic_output_dir, check_output, write_jsonl
 
     src = Path(a.input)
+    sources = [src, *([a.against] if a.against else [])]
+    inputs = {
+        "the source" if i == 0 else "the source (--against)": s for i, s in enumerate(sources)
+    }
+    check_output(a.out, "curate", inputs=inputs, overwrite=a.overwrite)  # before reading anything
     records, origins = _raw_records(src, input_files(src))
     against, against_origins = [], []
     if a.against:
@@ -143,7 +148,6 @@ def cmd_curate(a) -> int:
     by_file: dict[str, list[dict]] = {}
     for rec, i in zip(result.kept, result.kept_index):
         by_file.setdefault(origins[i][0], []).append(rec)
-    sources = [src, *([a.against] if a.against else [])]
     with atomic_output_dir(a.out, kind="curate", overwrite=a.overwrite, sources=sources) as tmp:
         for rel, recs in sorted(by_file.items()):
             write_jsonl(tmp / rel, recs)
