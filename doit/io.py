@@ -184,6 +184,16 @@ class OutputKind:
         return "folder" if self.expect == "dir" else "file"
 
 
+def marked_or_holding(kind: str, *names: str) -> Callable[[Path], bool]:
+    """An `OutputKind.holds` for a folder kind marked by its manifest (`mark_output`), that
+    also knows a folder written before the mark by every one of ``names`` it always writes."""
+
+    def holds(path: Path) -> bool:
+        return output_kind(path) == kind or all((path / n).is_file() for n in names)
+
+    return holds
+
+
 def json_holding(*keys: str) -> Callable[[Path], bool]:
     """An `OutputKind.holds` for a JSON file kind: a file whose object has every one of ``keys``."""
 

@@ -73,9 +73,9 @@ def test_an_unrelated_existing_folder_or_file_needs_overwrite(corpus, tmp_path, 
     (mine / "notes.txt").write_text("keep me")
     afile = tmp_path / "afile.txt"
     afile.write_text("keep me too")
-    for target in (mine, afile):
+    for target, says in ((mine, "--overwrite"), (afile, "is a file; a folder is expected")):
         assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(target)]) == 2
-        assert "--overwrite" in capsys.readouterr().err
+        assert says in capsys.readouterr().err  # a file is never replaced by a folder (#26)
     assert (mine / "notes.txt").read_text() == "keep me" and afile.read_text() == "keep me too"
     argv = ["subset", str(corpus), "--per-ability", "1", "--out", str(mine), "--overwrite"]
     assert data(argv) == 0 and (mine / "n0001").is_dir()
@@ -1092,3 +1092,38 @@ def test_every_writer_checks_its_output_through_the_one_rule_first(tmp_path, cap
         err = capsys.readouterr().err
         assert code == 2 and "is the current directory" in err, (name, err)
         assert list(work.iterdir()) == [] and not (tmp_path / "missing").exists(), name
+
+
+def test_each_writers_own_earlier_output_passes_the_rule_and_a_stranger_does_not(tmp_path):
+    from doit.analysis.cli import ANALYSIS
+    from doit.eval.cli import PREDICTIONS, SCORES
+    from doit.grid.plan import STUDY
+    from doit.io import OutputError, check_output, write_json
+    from doit.train.rundir import FINE_TUNING_RUN, PRETRAINING_RUN
+
+    def made(name: str, *files: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        for f in files:
+            (folder / f).write_text("{}")
+        return folder
+
+    own = {
+        FINE_TUNING_RUN: made("sft", "run_info.json", "metrics.jsonl"),
+        PRETRAINING_RUN: made("base", "doit_base.json"),  # the runner writes it before training
+        STUDY: made("study", "plan.json", "demo.log"),
+        ANALYSIS: made("legacy", "selected.csv", "fits.csv", "report.html"),  # before manifests
+        PREDICTIONS: made("p", "pred.jsonl", "pred.rules.json") / "pred.jsonl",
+        SCORES: write_json(tmp_path / "scores.json", {"abilities": {}, "macro_in_domain": None}),
+    }
+    stranger = made("mine", "notes.txt")
+    for kind, path in own.items():
+        assert check_output(path, kind) == path.resolve(), kind.name
+        target = stranger if kind.expect == "dir" else stranger / "notes.txt"
+        with pytest.raises(OutputError, match="exists and is not a doit"):
+            check_output(target, kind)
+        assert check_output(target, kind, overwrite=True) == target.resolve()
+        with pytest.raises(OutputError, match="part of the input"):  # not even with overwrite
+            check_output(target, kind, overwrite=True, inputs={"the input": stranger.parent})
+    assert check_output(made("empty"), STUDY) and check_output(tmp_path / "new" / "x", STUDY)
+    assert (stranger / "notes.txt").read_text() == "{}"

@@ -25,10 +25,13 @@ from doit.analysis.sensitivity import DELTA
 from doit.data.abilities import FORMULATIONS
 from doit.flags import ArgumentParser
 from doit.grid.results import ResultsError
-from doit.io import OutputKind, check_output, mark_output
+from doit.io import OutputKind, check_output, mark_output, marked_or_holding
 
 STEPS = ("run", "select", "fit", "features", "predict", "plot", "report")
-ANALYSIS = OutputKind("analysis")  # its folder's manifest.json: every step writes into it again
+# An analysis folder: its manifest.json (or, written before it had one, what `run` always writes)
+ANALYSIS = OutputKind(
+    "analysis", holds=marked_or_holding("analysis", "selected.csv", "fits.csv", "report.html")
+)
 OVERWRITE_HELP = "write into an existing --out that is not this command's output folder"
 
 

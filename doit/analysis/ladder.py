@@ -36,12 +36,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from doit.io import OutputKind, atomic_write_text, mark_output
+from doit.io import OutputKind, atomic_write_text, mark_output, marked_or_holding
 
 BASE = "vanilla"
 PAPER = "paper: ~10.4% (fixed 0.5/0.5, earlier version), 16.11% (v5 headline, variant unverified)"
 REPLICATES = 2000
-LADDER = OutputKind("ladder")  # its folder's manifest.json: written again only when it says so
+# A ladder folder: its manifest.json (or, written before it had one, what `write` always writes)
+LADDER = OutputKind(
+    "ladder", holds=marked_or_holding("ladder", "fits.csv", "table.csv", "verdict.txt")
+)
 # column -> what it holds; unigram_loss may be null (older runs did not record it)
 RUN_COLUMNS = {
     "arch": "architecture (vanilla | resformer | svformer | ...)",

@@ -27,11 +27,13 @@ from doit.analysis.curriculum.core import MACRO, MACRO_VIEW, Result
 from doit.analysis.curriculum.model import replicate_curve
 from doit.analysis.fits import uniform
 from doit.analysis.plots import _panels, plt
-from doit.io import OutputKind, atomic_path, atomic_write_text, mark_output
+from doit.io import OutputKind, atomic_path, atomic_write_text, mark_output, marked_or_holding
 
+# A curriculum folder: its manifest.json (or, written before it had one, what `write` always writes)
 CURRICULUM = OutputKind(
-    "curriculum"
-)  # its folder's manifest.json: written again only when it says so
+    "curriculum",
+    holds=marked_or_holding("curriculum", "curriculum.csv", "transfer.csv", "curriculum.html"),
+)
 
 
 def mix_name(policy: str, budget: int) -> str:
