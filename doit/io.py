@@ -6,6 +6,11 @@ built on it) and every output directory through ``atomic_output_dir`` (built bes
 target, swapped in whole), so a killed run leaves the previous output intact and never a
 half-written file. ``read_json`` and ``read_jsonl`` are the readers; ``inside`` checks a path
 built from names read from a file before anything is written or deleted there.
+
+``check_output`` is the one output rule of every command that writes a path the user names
+(never an input or a folder holding one, never the current directory, an existing target only
+when it is the same kind's output or ``--overwrite``); each command names its inputs and its
+`OutputKind`. The writers and their kinds: README.md, "Where outputs may go".
 """
 
 from __future__ import annotations
@@ -226,19 +231,20 @@ def check_output(
     """The one output rule of every doit writer; returns ``path`` resolved, or OutputError
     (one line naming ``flag``) before anything is written.
 
-    Never an input (``inputs``: what each is called -> its path; None and paths that do not
-    exist, such as a hub model id, skipped), a folder
-    holding one, the current directory or a folder holding it; never a folder where a file
-    is expected or the reverse, nor a place this process cannot write. An existing target
-    only when it is ``kind``'s output (`OutputKind.holds`), an empty folder, or
-    ``overwrite`` (and never, even then, a file or folder inside an input).
+    Never an input (``inputs``: what each is called -> its path; None, and paths that do
+    not exist such as a hub model id, are skipped), a folder holding one, the current
+    directory or a folder holding it; never a folder where a file is expected or the
+    reverse, nor a place this process cannot write. An existing target only when it is
+    ``kind``'s output (`OutputKind.holds`), an empty folder, or ``overwrite`` (and never,
+    even then, a file or folder inside an input). Each command calls it once per output,
+    naming its inputs and its kind, before it reads, loads or computes anything.
     """
     kind = as_output_kind(kind)
     target = Path(os.path.abspath(path))
     given = {k: Path(os.path.abspath(v)) for k, v in (inputs or {}).items() if v}
     named = {k: v for k, v in given.items() if os.path.lexists(v)}  # a hub id is no folder
     _refuse_inputs(path, target, {**named, "the current directory": Path.cwd()}, flag, kind)
-    _refuse_unwritable(path, target, flag, kind)
+    _refuse_unwritable(path, target, flag)
     if not os.path.lexists(target):
         return target
     if target.is_dir() != (kind.expect == "dir"):
@@ -273,15 +279,18 @@ def _refuse_inputs(path, target: Path, named: dict, flag: str, kind: OutputKind)
             )
 
 
-def _refuse_unwritable(path, target: Path, flag: str, kind: OutputKind) -> None:
-    """A target whose nearest existing folder is a file, or one this process cannot write in."""
-    folder = target if target.is_dir() else target.parent
+def _refuse_unwritable(path, target: Path, flag: str) -> None:
+    """A target whose nearest existing folder is a file, or that this process cannot write:
+    its nearest existing folder (where a new file or a swapped-in folder goes) and, when it
+    is an existing folder, the folder itself."""
+    folder = target.parent
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
         raise OutputError(f"{flag}: {path}: {folder} is a file, not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{flag}: {path}: cannot write in {folder} (permission denied)")
+    for place in (folder, *([target] if target.is_dir() else [])):
+        if not os.access(place, os.W_OK | os.X_OK):
+            raise OutputError(f"{flag}: {path}: cannot write in {place} (permission denied)")
 
 
 @contextlib.contextmanager
