@@ -734,3 +734,38 @@ def test_a_cell_failed_just_before_a_second_runner_reaches_it_is_not_rerun(tmp_p
     assert status_of(study, cells[1].id)["error"] == "RuntimeError: out of memory"
     assert runner.work_cell(study, cells[1].id, retry_failed=True) == "done"
     assert ran[-1] == cells[1].id
+
+
+# --- #26 silent results, plan checks, located errors --------------------------------------------
+@pytest.mark.parametrize(
+    ("flags", "flag"), [(["--valid", "-1", "--test", "5"], "--valid"), (["--test", "-2"], "--test")]
+)
+def test_split_refuses_a_negative_split_size(flags, flag, corpus, tmp_path, capsys):
+    out = tmp_path / "split"
+    assert data(["split", str(corpus / "curated" / "1000"), "--out", str(out), *flags]) == 2
+    assert f"argument {flag}: expected a number >= 0" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_split_without_valid_or_test_is_warned_by_split_and_by_validate(corpus, tmp_path, capsys):
+    out, pool = tmp_path / "split", corpus / "curated" / "1000"
+    assert data(["split", str(pool), "--out", str(out), "--valid", "0", "--test", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "warning: no valid and no test split" in printed
+    assert data(["validate", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "curated/valid:0: missing: warning: no valid split" in printed
+    assert "curated/test:0: missing: warning: no test split" in printed and "2 warnings" in printed
+
+
+def test_curate_refuses_a_max_tokens_below_one(corpus, tmp_path, capsys):
+    out = tmp_path / "cur"
+    assert data(["curate", str(corpus), "--out", str(out), "--max-tokens", "-5"]) == 2
+    assert "argument --max-tokens" in capsys.readouterr().err and not out.exists()
+
+
+def test_validate_names_an_empty_ability_file(corpus, capsys):
+    empty = corpus / "curated" / "valid" / "ethics_valid.json"
+    empty.write_text("\n")
+    assert data(["validate", str(corpus)]) == 0
+    assert f"{empty}:0: records: warning: empty" in capsys.readouterr().out

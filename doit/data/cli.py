@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from doit.data.schema import DataError
-from doit.flags import ArgumentParser
+from doit.flags import ArgumentParser, at_least
 
 
 def _ints(text: str) -> list[int]:
@@ -85,6 +85,9 @@ def cmd_split(a) -> int:
         print(f"{dup} identical records kept once: {json.dumps(m['duplicates']['by_ability'])}")
     for rel in m["carried"]:
         print(f"carried through unsplit: {rel}")
+    missing = [s for s, n in (("valid", a.valid), ("test", a.test)) if n == 0]
+    if missing:
+        print(f"warning: no {' and no '.join(missing)} split (--{'/--'.join(missing)} 0)")
     return 0
 
 
@@ -213,15 +216,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("input")
     sp.add_argument("--out", required=True)
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--valid", type=int, default=100, help="valid items per ability (default 100)")
-    sp.add_argument("--test", type=int, default=100, help="test items per ability (default 100)")
+    sp.add_argument(
+        "--valid", type=at_least(0), default=100, help="valid items per ability (default 100)"
+    )
+    sp.add_argument(
+        "--test", type=at_least(0), default=100, help="test items per ability (default 100)"
+    )
     sp.set_defaults(func=cmd_split)
     c = sub.add_parser("curate", help="normalise, dedup, near-dedup, length-filter, decontaminate")
     c.add_argument("input")
     c.add_argument("--out", required=True)
     c.add_argument("--against", help="DoIT dir or file (valid/test) to decontaminate against")
     c.add_argument("--tokenizer", help="tokenizer directory for the length filter")
-    c.add_argument("--max-tokens", type=int, default=2048)
+    c.add_argument("--max-tokens", type=at_least(1), default=2048)
     c.add_argument(
         "--near-threshold",
         type=float,

@@ -123,6 +123,11 @@ def validate_path(path, expect: str | None = None) -> Report:
         counts[str(f.relative_to(path)) if is_dir else f.name] = len(items) + len(failed)
         report.problems += problems
         report.n_items += len(items)
+    report.problems += [
+        Problem(str(path / rel if is_dir else path), 0, "records", "empty: no items", WARNING)
+        for rel, n in counts.items()
+        if n == 0 and report.n_items
+    ]
     if is_dir:
         report.problems += layout_problems(path, report.n_items)
     if expect:
@@ -139,7 +144,12 @@ def layout_problems(root: Path, n_items: int) -> list[Problem]:
     if n_items == 0:
         return [Problem(str(root), 0, "items", "no items: every record file is empty")]
     drawn = _drawn_abilities(root)
-    out = []
+    out = [
+        Problem(str(root / SPLIT_DIRS[split]), 0, "missing", f"no {split} split", WARNING)
+        for split in ("valid", "test")
+        if any((root / SPLIT_DIRS[p]).is_dir() for p in ("1000", "full", "train"))
+        and not (root / SPLIT_DIRS[split]).is_dir()
+    ]
     for rel, lacking in missing_abilities(root).items():
         for key in lacking:
             deliberate = drawn is not None and rel == SPLIT_DIRS["train"] and key not in drawn
