@@ -769,3 +769,65 @@ def test_validate_names_an_empty_ability_file(corpus, capsys):
     empty.write_text("\n")
     assert data(["validate", str(corpus)]) == 0
     assert f"{empty}:0: records: warning: empty" in capsys.readouterr().out
+
+
+def finished(tmp_path, **keys):
+    """A run folder as a finished run leaves it: run_info.json and DONE, no checkpoint state."""
+    from doit.train import rundir
+
+    args = half_trained(tmp_path, **keys)
+    out = Path(args.training.output_dir)
+    for ckpt in rundir.checkpoints(out):
+        rundir.strip_training_state(ckpt)
+    rundir.write_done(out, rundir.metrics_row("end", 2, 2.0, 10, 1.0))
+    return args
+
+
+def test_a_finished_run_rerun_under_another_config_is_refused_naming_the_keys(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args, run
+
+    finished(tmp_path, per_ability=1)
+    same = run(parse_args(["--config", run_config(tmp_path, per_ability=1)]))
+    assert same.trained is False  # the same run, finished: read back
+    changed = run_config(tmp_path, per_ability=2, learning_rate=0.5)
+    with pytest.raises(ConfigError, match=r"finished run .*differs in: learning_rate, per_ability"):
+        run(parse_args(["--config", changed]))
+
+
+def test_a_formulation_change_is_named_as_formulation_not_as_the_data(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import check_resume, parse_args
+    from doit.train.sft.args import resolve_schedule
+    from doit.train.sft.data import items_sha256, train_items
+
+    half_trained(tmp_path, per_ability=1)
+    text = parse_args(["--config", run_config(tmp_path, per_ability=1, formulation="text")])
+    items = train_items(text.data)
+    resolve_schedule(text, len(items))
+    with pytest.raises(ConfigError, match=r"differs in: formulation\)") as refused:
+        check_resume(text, items_sha256(items))
+    assert "training data" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("num_train_epochs", 0), ("num_train_epochs", -2), ("learning_rate", -0.1)]
+    + [("learning_rate", float("nan"))],
+)
+def test_a_schedule_that_cannot_train_is_refused_before_anything_is_written(
+    key, value, tmp_path, capsys
+):
+    from doit.train.sft import main
+
+    assert main(["--config", sft_config(tmp_path, **{key: value})]) == 2
+    assert f"error: {key}: " in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+def test_save_strategy_left_out_is_the_recipes_epoch_and_steps_written_is_refused(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args
+
+    assert parse_args(["--config", sft_config(tmp_path)]).training.save_strategy == "epoch"
+    with pytest.raises(ConfigError, match="save_strategy: expected one of epoch, got 'steps'"):
+        parse_args(["--config", sft_config(tmp_path, save_strategy="steps")])
