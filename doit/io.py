@@ -4,7 +4,8 @@ Every file doit writes goes through ``atomic_path`` (a temp file in the same fol
 over the target once complete; ``atomic_write_text``, ``write_json`` and ``write_jsonl`` are
 built on it) and every output directory through ``atomic_output_dir`` (built beside the
 target, swapped in whole), so a killed run leaves the previous output intact and never a
-half-written file. ``read_json`` and ``read_jsonl`` are the readers; ``inside`` checks a path
+half-written file. ``read_json``, ``read_jsonl`` and ``read_yaml`` (which refuses a key given
+twice in a mapping) are the readers; ``inside`` checks a path
 built from names read from a file before anything is written or deleted there.
 """
 
@@ -20,6 +21,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -126,6 +129,49 @@ def read_json(path: str | os.PathLike) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise JsonError(path, e.lineno, f"{e.msg} (column {e.colno})") from None
+
+
+class YamlError(ValueError):
+    """A YAML file that does not parse, or repeats a key; the message names ``path:line``."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives a key twice (plain YAML keeps the
+    last silently: ``learning_rate`` written twice would train at the second value)."""
+
+    def construct_mapping(self, node, deep=False):
+        first: dict = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in first:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first given at line {first[key]})",
+                    key_node.start_mark,
+                )
+            first[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """The YAML document ``text`` (from ``where``, a path or a flag), or YamlError naming
+    ``where:line`` (a syntax error, or a key repeated in a mapping)."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise YamlError(f"{where}{line}: yaml: {problem}") from None
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """The YAML document in ``path`` (`parse_yaml`); the one YAML reader of doit."""
+    return parse_yaml(Path(path).read_text(encoding="utf-8"), str(path))
 
 
 class OutputError(ValueError):

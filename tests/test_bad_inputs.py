@@ -831,3 +831,29 @@ def test_save_strategy_left_out_is_the_recipes_epoch_and_steps_written_is_refuse
     assert parse_args(["--config", sft_config(tmp_path)]).training.save_strategy == "epoch"
     with pytest.raises(ConfigError, match="save_strategy: expected one of epoch, got 'steps'"):
         parse_args(["--config", sft_config(tmp_path, save_strategy="steps")])
+
+
+def test_a_recipe_yaml_giving_a_key_twice_is_an_error_naming_file_and_line(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args
+
+    path = Path(sft_config(tmp_path, learning_rate=0.1))
+    path.write_text(path.read_text() + "learning_rate: 0.5\n")
+    line = len(path.read_text().splitlines())
+    with pytest.raises(ConfigError, match=rf"{path}:{line}: yaml: duplicate key 'learning_rate'"):
+        parse_args(["--config", str(path)])
+
+
+def test_a_grid_or_mix_yaml_giving_a_key_twice_is_an_error_naming_file_and_line(
+    corpus, tmp_path, capsys
+):
+    path = grid_file(tmp_path)
+    path.write_text(path.read_text() + "name: again\n")
+    line = len(path.read_text().splitlines())
+    assert grid(["plan", str(path), "--out", str(tmp_path / "study")]) == 2
+    assert f"{path}:{line}: yaml: duplicate key 'name'" in capsys.readouterr().err
+    mix = tmp_path / "m.yaml"
+    mix.write_text("counts:\n  biology: 2\n  biology: 3\n")
+    assert data(["mix", str(corpus), "--mix", str(mix), "--out", str(tmp_path / "o")]) == 2
+    assert f"{mix}:3: yaml: duplicate key 'biology'" in capsys.readouterr().err
+    assert not (tmp_path / "study").exists() and not (tmp_path / "o").exists()

@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from doit.data import abilities as ab
 from doit.data.layout import SPLIT_DIRS, all_record_files, is_record_file, missing_abilities
 from doit.data.load import read_files
 from doit.data.schema import ERROR, WARNING, Problem
-from doit.io import MANIFEST, output_kind, read_json
+from doit.io import MANIFEST, output_kind, read_json, read_yaml
 
 REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 ROLE_PLAY_NOTE = (
@@ -51,7 +49,7 @@ def load_expectation(expect: str) -> tuple[Path, dict]:
         path = REPO_DATA / expect / "expected.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"no expectation {expect!r}: neither a file nor {path}")
-    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    spec = read_yaml(path)
     if not isinstance(spec, dict) or not isinstance(spec.get("files"), list):
         raise ValueError(
             f"{path}: files: expected a list of {{path, count|min_count|count_by_ability}}"

@@ -37,7 +37,7 @@ import yaml
 
 from doit.data import abilities as ab
 from doit.grid.spec import Base, Grid, GridError, parse_grid
-from doit.io import inside, read_json, write_json
+from doit.io import inside, read_json, read_yaml, write_json
 
 PLAN = "plan.json"
 BASE_IDENTITY = "doit_base.json"  # written beside a base the runner pretrained: what built it
@@ -117,7 +117,7 @@ def digest(obj) -> str:
 
 
 def _yaml(path) -> dict:
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    return read_yaml(path) or {}
 
 
 def base_identity(base: Base) -> dict:

@@ -506,7 +506,7 @@ def training_identity(cfg: dict) -> dict:
     if cfg.get("global_batch_size"):
         out.pop("per_device_train_batch_size", None)
     if cfg.get("mix"):
-        import yaml
+        from doit.io import read_yaml
 
-        out["mix_content"] = yaml.safe_load(Path(cfg["mix"]).read_text(encoding="utf-8")) or {}
+        out["mix_content"] = read_yaml(cfg["mix"]) or {}
     return out
