@@ -857,3 +857,88 @@ def test_a_grid_or_mix_yaml_giving_a_key_twice_is_an_error_naming_file_and_line(
     assert data(["mix", str(corpus), "--mix", str(mix), "--out", str(tmp_path / "o")]) == 2
     assert f"{mix}:3: yaml: duplicate key 'biology'" in capsys.readouterr().err
     assert not (tmp_path / "study").exists() and not (tmp_path / "o").exists()
+
+
+def plan_cli(tmp_path, path) -> int:
+    return grid(["plan", str(path), "--out", str(tmp_path / "study")])
+
+
+def test_a_grid_that_plans_no_cell_is_refused_and_one_of_untuned_cells_warned(tmp_path, capsys):
+    assert plan_cli(tmp_path, grid_file(tmp_path, seed=[])) == 2
+    assert "plans no cells" in capsys.readouterr().err and not (tmp_path / "study").exists()
+    assert plan_cli(tmp_path, grid_file(tmp_path, data={"per_ability": []})) == 0
+    assert "warning: only untuned (n = 0) cells" in capsys.readouterr().out
+
+
+def test_a_cells_pattern_matching_nothing_is_warned_by_run_and_by_plan(tmp_path, capsys):
+    bench = {"name": "cmmlu", "data_dir": str(FIXTURE), "cells": "zzz*"}
+    assert plan_cli(tmp_path, grid_file(tmp_path, benchmarks=[bench])) == 0
+    assert "warning: benchmarks[0].cells 'zzz*' matches no scored cell" in capsys.readouterr().out
+    assert grid(["run", str(tmp_path / "study"), "--cells", "zzz*"]) == 0
+    assert "warning: --cells 'zzz*' matches no cell" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("changed", ["sft.yaml", "corpus"])
+def test_a_study_whose_inputs_changed_after_planning_is_refused_by_run(changed, tmp_path, capsys):
+    import shutil
+
+    corpus = shutil.copytree(FIXTURE, tmp_path / "corpus")
+    study, cells = planned_study(tmp_path, doit_dir=str(corpus))
+    sft = next(c for c in cells if c.kind == "sft")
+    edited = study / "cells" / sft.id / "sft.yaml"
+    if changed == "sft.yaml":
+        edited.write_text(edited.read_text() + "learning_rate: 0.5\n")
+    else:
+        edited = next((corpus / "curated" / "test").glob("*.json"))
+        edited.write_text(edited.read_text().splitlines(keepends=True)[0])
+    assert grid(["run", str(study)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "changed since it was planned" in err
+        and str(edited if changed == "sft.yaml" else corpus) in err
+    )
+    assert not (study / "results").exists()
+
+
+@pytest.mark.parametrize("column", ["n_items", "n_per_ability"])
+def test_a_negative_count_in_a_results_table_is_a_located_error(column, tmp_path, capsys):
+    path = planted_table(tmp_path, **{column: lambda t: -t[column].abs() - 1})
+    assert analysis(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {column}: " in err and "negative" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"),
+    [(["--delta", "-2"], "--delta"), (["--replicates", "0"], "--replicates")],
+)
+def test_analysis_run_refuses_a_flag_that_means_nothing(flags, flag, tmp_path, capsys):
+    path = planted_table(tmp_path)
+    assert analysis(["run", str(path), "--out", str(tmp_path / "out"), *flags]) == 2
+    assert f"argument {flag}: expected" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_zero_byte_results_table_is_a_located_error(tmp_path, capsys):
+    path = tmp_path / "results.csv"
+    path.write_bytes(b"")
+    assert analysis(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert f"{path}: empty file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [
+        ("ability,extra\nbiology,fast\n", "features.csv:2: extra: 'fast' is not a number"),
+        ("ability,extra\nbiologie,1.0\n", "features.csv:2: ability: 'biologie' is not"),
+        ("name,extra\nbiology,1.0\n", "features.csv: no 'ability' column"),
+    ],
+    ids=["non-numeric", "unknown-ability", "no-ability-column"],
+)
+def test_a_bad_features_csv_is_refused_before_anything_is_written(rows, says, tmp_path, capsys):
+    features = tmp_path / "features.csv"
+    features.write_text(rows)
+    path = planted_table(tmp_path)
+    argv = ["run", str(path), "--out", str(tmp_path / "out"), "--features", str(features)]
+    assert analysis([*argv, "--replicates", "20"]) == 2
+    assert says in capsys.readouterr().err and not (tmp_path / "out").exists()
