@@ -942,3 +942,45 @@ def test_a_bad_features_csv_is_refused_before_anything_is_written(rows, says, tm
     argv = ["run", str(path), "--out", str(tmp_path / "out"), "--features", str(features)]
     assert analysis([*argv, "--replicates", "20"]) == 2
     assert says in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def curriculum_table(tmp_path) -> Path:
+    from doit.analysis.synthetic import Curve, planted_study
+
+    table, _, _ = planted_study(
+        {"biology": Curve(), "code": Curve(a=-2.0)},
+        ns=(4, 16, 64),
+        n_items=40,
+        rng=0,
+        epochs=(5.0,),
+        per_item=False,
+    )
+    path = tmp_path / "results.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+def curriculum(tmp_path, *flags) -> int:
+    path, out = curriculum_table(tmp_path), tmp_path / "cur"
+    return analysis(["curriculum", str(path), "--budget", "40", "--out", str(out), *flags])
+
+
+def test_curriculum_weights_all_zero_are_refused(tmp_path, capsys):
+    flags = ["--pools", "biology=100,code=100", "--replicates", "20"]
+    assert curriculum(tmp_path, *flags, "--weights", "biology=0,code=0") == 2
+    assert "--weights: every weight is 0" in capsys.readouterr().err
+    assert not (tmp_path / "cur").exists()
+
+
+def test_curriculum_chosen_and_judged_on_test_is_warned(tmp_path, capsys):
+    flags = ["--pools", "biology=100,code=100", "--replicates", "20", "--split", "test"]
+    curriculum(tmp_path, *flags, "--validate")  # a table, not a study: validate then refuses
+    printed = capsys.readouterr().out
+    assert "warning: --split test with --validate" in printed
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--replicates", "0"), ("--budget", "-1")])
+def test_curriculum_refuses_a_count_below_one(flag, value, tmp_path, capsys):
+    flags = ["--pools", "biology=100,code=100", flag, value]
+    assert curriculum(tmp_path, *flags) == 2
+    assert f"argument {flag}: expected" in capsys.readouterr().err

@@ -95,7 +95,9 @@ def curriculum_parser(sub) -> None:
         help="a data mix per ability from the fitted curves (doit/analysis/README.md, Curriculum)",
     )
     s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
-    s.add_argument("--budget", type=int, required=True, help="items (or tokens) to allocate")
+    s.add_argument(
+        "--budget", type=at_least(1), required=True, help="items (or tokens) to allocate"
+    )
     s.add_argument(
         "--policy",
         default="marginal",
@@ -246,6 +248,11 @@ def curriculum(args) -> int:
     from doit.analysis import curriculum as cur
     from doit.analysis.curriculum.options import POLICIES, Options, parse_pairs
 
+    if args.validate and args.split == "test":
+        print(
+            "warning: --split test with --validate: the mix is chosen on test and judged on "
+            "test (the comparison is then optimistic); choose on valid (the default)"
+        )
     policies = (
         POLICIES if args.policy == "all" else tuple(p.strip() for p in args.policy.split(","))
     )
