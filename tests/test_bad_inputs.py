@@ -984,3 +984,34 @@ def test_curriculum_refuses_a_count_below_one(flag, value, tmp_path, capsys):
     flags = ["--pools", "biology=100,code=100", flag, value]
     assert curriculum(tmp_path, *flags) == 2
     assert f"argument {flag}: expected" in capsys.readouterr().err
+
+
+def demo_module():
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "recipes" / "demo.py"
+    spec = importlib.util.spec_from_file_location("demo_recipe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_copied_demo_study_reports_its_own_report_path(tmp_path):
+    import shutil
+
+    demo = demo_module()
+    out = tmp_path / "a" / "analysis"
+    out.mkdir(parents=True)
+    (out / "report.html").write_text("<html></html>")
+    demo.save_summary(out, "sha", 40, ["found", f"report: {out / 'report.html'}"])
+    copy = Path(shutil.copytree(tmp_path / "a", tmp_path / "b")) / "analysis"
+    assert demo.reuse_summary(copy, "sha", 40) == ["found", f"report: {copy / 'report.html'}"]
+
+
+@pytest.mark.parametrize("flag", ["--budget", "--replicates", "--workers"])
+def test_the_demo_refuses_a_count_below_one_at_start_naming_its_flag(flag, tmp_path, capsys):
+    demo = demo_module()
+    argv = ["--study", str(tmp_path / "s"), "--data", str(tmp_path / "d"), flag, "-1"]
+    assert exit_code(demo.main, argv) == 2
+    assert f"argument {flag}: expected" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists() and not (tmp_path / "d").exists()
