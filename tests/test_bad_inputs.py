@@ -5,6 +5,7 @@ silent wrong result or lost data. One test per input; the section says which ite
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -1015,3 +1016,85 @@ def test_the_demo_refuses_a_count_below_one_at_start_naming_its_flag(flag, tmp_p
     assert exit_code(demo.main, argv) == 2
     assert f"argument {flag}: expected" in capsys.readouterr().err
     assert not (tmp_path / "s").exists() and not (tmp_path / "d").exists()
+
+
+def corpus_without_option_text(tmp_path, rel: str) -> tuple[Path, Path]:
+    """A copy of the fixture whose items in ``rel`` have an option D without text."""
+    import shutil
+
+    corpus = Path(shutil.copytree(FIXTURE, tmp_path / "corpus"))
+    path = corpus / rel
+    text = path.read_text(encoding="utf-8")
+    assert "\\nD. " in text
+    path.write_text(re.sub(r"\\nD\.[^\\\"]*", r"\\nD.", text), encoding="utf-8")
+    return corpus, path
+
+
+@pytest.mark.parametrize(
+    ("keys", "says"),
+    [
+        ({"eval_epochs": [7]}, "eval_epochs: epoch 7 is beyond cell tiny-"),
+        (
+            {"benchmarks": [{"name": "cmmlu", "data_dir": "no/such/bench"}]},
+            "benchmarks[0].data_dir",
+        ),
+    ],
+    ids=["eval_epochs", "benchmark-data_dir"],
+)
+def test_plan_refuses_what_would_fail_after_training(keys, says, tmp_path, capsys):
+    assert plan_cli(tmp_path, grid_file(tmp_path, **keys)) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and not (tmp_path / "study").exists()
+
+
+def test_plan_refuses_a_formulation_an_item_cannot_be_asked_in(tmp_path, capsys):
+    corpus, bad = corpus_without_option_text(tmp_path, "curated/test/biology_test.json")
+    path = grid_file(tmp_path, doit_dir=str(corpus), formulation=["text"])
+    assert plan_cli(tmp_path, path) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: formulation: {bad}:1: text formulation: option D has no text" in err
+    assert not (tmp_path / "study").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory) -> Path:
+    from tests.tiny import make_base
+
+    return make_base(tmp_path_factory.mktemp("base") / "llama")
+
+
+def test_sft_in_a_formulation_an_item_cannot_be_asked_in_is_located(tiny_base, tmp_path, capsys):
+    from doit.train.sft import main
+
+    corpus, bad = corpus_without_option_text(tmp_path, "curated/1000/biology_1000.json")
+    config = sft_config(
+        tmp_path, model_name_or_path=str(tiny_base), doit_dir=str(corpus), formulation="text"
+    )
+    assert main(["--config", config]) == 2
+    assert re.search(rf"error: formulation: {bad}:\d+: text formulation", capsys.readouterr().err)
+    assert not (tmp_path / "run" / "run_info.json").exists()
+
+
+def test_a_benchmark_on_every_cell_scores_the_untuned_base_in_its_chat_format(
+    tiny_base, tmp_path, monkeypatch
+):
+    import pandas as pd
+
+    monkeypatch.setenv("DOIT_CACHE", str(tmp_path / "cache"))
+    from doit.grid.plan import write_plan
+    from doit.grid.runner import work_cell
+    from doit.grid.spec import load_grid
+    from tests.grid.conftest import grid_dict, write_grid
+
+    benchmarks = [{"name": "cmmlu", "data_dir": str(FIXTURE.parent / "benchmarks")}]
+    keys = grid_dict(tiny_base)
+    keys["sft"]["overrides"]["num_train_epochs"] = 1
+    raw = {**keys, "data": {"per_ability": [1]}, "benchmarks": benchmarks, "eval_epochs": "last"}
+    grid_path = write_grid(tmp_path / "grid.yaml", raw)
+    cells, _ = write_plan(load_grid(grid_path), tmp_path / "study")
+    assert [c.kind for c in cells] == ["base", "sft"]
+    for c in cells:
+        assert work_cell(tmp_path / "study", c.id) == "done", status_of(tmp_path / "study", c.id)
+    for c in cells:
+        rows = pd.read_parquet(tmp_path / "study" / "results" / f"{c.id}.parquet")
+        assert "cmmlu" in set(rows["split"]), c.id
