@@ -66,11 +66,17 @@ def _writer_gone(pid: str) -> bool:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder, fsync and a rename."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    """Write ``text`` to ``path`` via a temp file in the same folder, fsync and a rename. An
+    OSError (a full disk) names ``path``; the temp file is removed."""
+    try:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from None
     return Path(path)
 
 
@@ -81,6 +87,17 @@ def dumps_jsonl(records: Iterable[dict[str, Any]]) -> str:
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> Path:
     return atomic_write_text(path, dumps_jsonl(records))
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for an OSError, naming the path (the first failure of a ``shutil`` copy)."""
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        src, dst, why = e.args[0][0]
+        more = len(e.args[0]) - 1
+        return f"{dst}: {why}" + (f" (and {more} more files)" if more else "")
+    if e.filename is not None:
+        return f"{e.filename}: {e.strerror or e}"
+    return str(e)
 
 
 class JsonError(ValueError):

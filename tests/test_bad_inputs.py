@@ -1098,3 +1098,21 @@ def test_a_benchmark_on_every_cell_scores_the_untuned_base_in_its_chat_format(
     for c in cells:
         rows = pd.read_parquet(tmp_path / "study" / "results" / f"{c.id}.parquet")
         assert "cmmlu" in set(rows["split"]), c.id
+
+
+@pytest.mark.parametrize("where", ["copy", "write"])
+def test_a_full_disk_during_subset_is_one_line_naming_the_path_with_nothing_left(
+    where, corpus, tmp_path, monkeypatch, capsys
+):
+    import errno
+    import shutil
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(*((shutil, "copyfile", full) if where == "copy" else (os, "fsync", full)))
+    out = tmp_path / "cells"
+    assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "No space left on device" in err and str(tmp_path) in err
+    assert not out.exists() and leftovers(tmp_path) == []

@@ -292,3 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a full disk, a permission: the path named, nothing half-written
+        from doit.io import os_error_message
+
+        print(f"error: {os_error_message(e)}", file=sys.stderr)
+        return 2
