@@ -100,6 +100,25 @@ def os_error_message(e: OSError) -> str:
     return str(e)
 
 
+class EncodingError(ValueError):
+    """A file that is not UTF-8 text; the message names ``path:line`` of the first bad byte."""
+
+    def __init__(self, path, line: int, msg: str):
+        super().__init__(f"{path}:{line}: not UTF-8 text: {msg}")
+        self.path, self.line, self.msg = str(path), line, msg
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The UTF-8 text of ``path`` (a byte-order mark dropped); EncodingError naming the line
+    of the first byte that is not UTF-8."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise EncodingError(path, line, f"byte {raw[e.start]:#04x} ({e.reason})") from None
+
+
 class JsonError(ValueError):
     """A JSON or JSON Lines file that does not parse; the message names ``path:line``."""
 
@@ -120,7 +139,7 @@ def read_jsonl(path: str | os.PathLike, on_error: str = "raise") -> Iterator[tup
     """
     if on_error not in ("raise", "yield", "skip"):
         raise ValueError(f"on_error must be raise, yield or skip, not {on_error!r}")
-    text = Path(path).read_text(encoding="utf-8-sig")
+    text = read_text(path)
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -141,7 +160,7 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
 def read_json(path: str | os.PathLike) -> Any:
     """The JSON document in ``path``; a file that is not JSON raises ``JsonError`` naming
     ``path:line``."""
-    text = Path(path).read_text(encoding="utf-8-sig")
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -188,7 +207,7 @@ def parse_yaml(text: str, where: str) -> Any:
 
 def read_yaml(path: str | os.PathLike) -> Any:
     """The YAML document in ``path`` (`parse_yaml`); the one YAML reader of doit."""
-    return parse_yaml(Path(path).read_text(encoding="utf-8"), str(path))
+    return parse_yaml(read_text(path), str(path))
 
 
 class OutputError(ValueError):

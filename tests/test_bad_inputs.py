@@ -1116,3 +1116,19 @@ def test_a_full_disk_during_subset_is_one_line_naming_the_path_with_nothing_left
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "No space left on device" in err and str(tmp_path) in err
     assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_line_by_validate_stats_and_score(
+    corpus, tmp_path, capsys
+):
+    bad = corpus / "curated" / "test" / "biology_test.json"
+    bad.write_bytes(bad.read_bytes() + b'{"messages": "\xff\xfe"}\n')
+    line = len(bad.read_bytes().splitlines())
+    for command in ("validate", "stats"):
+        assert data([command, str(corpus)]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}:{line}: encoding: not UTF-8 text" in err, command
+    pred = tmp_path / "pred.jsonl"
+    pred.write_bytes(b'{"a": 1}\n\xff\n')
+    code, err = score(pred, capsys)
+    assert code == 2 and f"{pred}:2: not UTF-8 text" in err
