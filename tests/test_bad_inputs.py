@@ -1132,3 +1132,18 @@ def test_a_file_that_is_not_utf8_is_named_with_its_line_by_validate_stats_and_sc
     pred.write_bytes(b'{"a": 1}\n\xff\n')
     code, err = score(pred, capsys)
     assert code == 2 and f"{pred}:2: not UTF-8 text" in err
+
+
+@pytest.mark.parametrize("command", ["stats", "curate"])
+def test_a_tokenizer_that_is_not_a_local_folder_is_refused_without_the_hub(
+    command, corpus, tmp_path, monkeypatch, capsys
+):
+    import transformers
+
+    def asked(*a, **k):
+        raise AssertionError("the hub (or a tokenizer load) was tried")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", asked)
+    out = ["--out", str(tmp_path / "o")] if command == "curate" else []
+    assert data([command, str(corpus), "--tokenizer", "nosuchtok", *out]) == 2
+    assert "--tokenizer: nosuchtok: no such folder" in capsys.readouterr().err

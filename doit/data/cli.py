@@ -28,6 +28,16 @@ def _ints(text: str) -> list[int]:
     return values
 
 
+def local_tokenizer(path: str):
+    """The tokenizer in the local folder ``path`` (``--tokenizer``): doit never downloads one,
+    so a name that is not a folder is an error, before the hub is asked."""
+    if not Path(path).is_dir():
+        raise ValueError(f"--tokenizer: {path}: no such folder (a local tokenizer directory)")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+
+
 def cmd_validate(a) -> int:
     from doit.data.validate import ROLE_PLAY_NOTE, validate_path
 
@@ -61,11 +71,7 @@ def cmd_stats(a) -> int:
     from doit.data.stats import load_all, plot_lengths, stats_table
 
     splits = load_all(Path(a.path))
-    tok = None
-    if a.tokenizer:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    tok = local_tokenizer(a.tokenizer) if a.tokenizer else None
     table = stats_table(splits, tok)
     print(table.to_string(index=False))
     if a.plot:
@@ -125,11 +131,7 @@ def cmd_curate(a) -> int:
             [f for s in ("valid", "test") for f in split_files(ref, s)] if ref.is_dir() else [ref]
         )
         against, against_origins = _raw_records(ref, files or input_files(ref))
-    tok = None
-    if a.tokenizer:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    tok = local_tokenizer(a.tokenizer) if a.tokenizer else None
     result = curate(
         records,
         against=against or None,
