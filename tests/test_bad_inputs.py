@@ -1147,3 +1147,22 @@ def test_a_tokenizer_that_is_not_a_local_folder_is_refused_without_the_hub(
     out = ["--out", str(tmp_path / "o")] if command == "curate" else []
     assert data([command, str(corpus), "--tokenizer", "nosuchtok", *out]) == 2
     assert "--tokenizer: nosuchtok: no such folder" in capsys.readouterr().err
+
+
+PRETRAIN_XS = Path(__file__).parents[1] / "recipes" / "configs" / "pretrain" / "xs.yaml"
+
+
+def test_pretrain_refuses_a_block_size_below_one_and_an_empty_train_file(tmp_path, capsys):
+    from doit.train.pretrain import main
+
+    out = tmp_path / "run"
+    argv = ["--config", str(PRETRAIN_XS), "--output_dir", str(out)]
+    assert main([*argv, "--block_size", "0"]) == 2
+    assert "error: block_size: expected an integer >= 1" in capsys.readouterr().err
+    empty, tok = tmp_path / "train.txt", tmp_path / "tok"
+    empty.write_text("\n\n")
+    tok.mkdir()
+    files = ["--train_file", str(empty), "--valid_file", str(empty), "--tokenizer_path", str(tok)]
+    assert main([*argv, *files]) == 2
+    assert f"error: train_file: {empty} is empty" in capsys.readouterr().err
+    assert not out.exists()
