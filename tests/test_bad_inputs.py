@@ -1166,3 +1166,20 @@ def test_pretrain_refuses_a_block_size_below_one_and_an_empty_train_file(tmp_pat
     assert main([*argv, *files]) == 2
     assert f"error: train_file: {empty} is empty" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_sft_on_a_base_asking_for_its_own_code_is_refused_clearly(tiny_base, tmp_path, capsys):
+    import json
+    import shutil
+
+    from doit.train.sft import main
+
+    base = Path(shutil.copytree(tiny_base, tmp_path / "custom"))
+    config = json.loads((base / "config.json").read_text())
+    config.update(model_type="my_arch", auto_map={"AutoModelForCausalLM": "my.MyModel"})
+    (base / "config.json").write_text(json.dumps(config))
+    assert main(["--config", sft_config(tmp_path, model_name_or_path=str(base))]) == 2
+    err = capsys.readouterr().err
+    assert "model_name_or_path: " in err and "asks for the base's own code" in err
+    assert "AutoModelForCausalLM: my.MyModel" in err
+    assert not (tmp_path / "run" / "run_info.json").exists()
