@@ -1183,3 +1183,18 @@ def test_sft_on_a_base_asking_for_its_own_code_is_refused_clearly(tiny_base, tmp
     assert "model_name_or_path: " in err and "asks for the base's own code" in err
     assert "AutoModelForCausalLM: my.MyModel" in err
     assert not (tmp_path / "run" / "run_info.json").exists()
+
+
+def test_a_ladder_of_one_run_is_refused_before_anything_is_written(tmp_path, capsys):
+    import json
+
+    run = tmp_path / "ladder" / "vanilla_s" / "seed0"
+    run.mkdir(parents=True)
+    end = {"kind": "end", "step": 8, "tokens": 100, "wall_s": 1.0, "arch": "vanilla"}
+    end |= {"size": "s", "seed": 0, "params_non_embedding": 1000, "params_total": 2000}
+    end |= {"valid_loss": 4.0, "unigram_entropy": 5.7, "unigram_valid_loss": 5.8}
+    (run / "metrics.jsonl").write_text(json.dumps(end) + "\n")
+    out = tmp_path / "out"
+    assert analysis(["ladder", str(tmp_path / "ladder"), "--out", str(out)]) == 2
+    assert "needs finished runs at two sizes or more" in capsys.readouterr().err
+    assert not out.exists()
