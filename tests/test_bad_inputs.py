@@ -1198,3 +1198,15 @@ def test_a_ladder_of_one_run_is_refused_before_anything_is_written(tmp_path, cap
     assert analysis(["ladder", str(tmp_path / "ladder"), "--out", str(out)]) == 2
     assert "needs finished runs at two sizes or more" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["predict", "bench"])
+def test_a_batch_size_below_one_is_refused_before_the_model_loads(command, tmp_path, capsys):
+    from doit.eval.cli import main
+
+    data_flag = "--data" if command == "predict" else "--data-dir"
+    argv = [command, "--model", str(tmp_path / "m"), data_flag, str(FIXTURE), "--batch-size", "0"]
+    argv += ["--out", str(tmp_path / "out.jsonl")]
+    assert exit_code(main, argv) == 2
+    err = capsys.readouterr().err
+    assert "argument --batch-size" in err and "expected a number >= 1, got '0'" in err

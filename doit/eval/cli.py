@@ -17,7 +17,7 @@ import sys
 from doit.data.abilities import FORMULATIONS
 from doit.data.schema import DataError
 from doit.eval.kinds import DEFAULT_NORM, NORMS
-from doit.flags import ArgumentParser
+from doit.flags import ArgumentParser, at_least
 from doit.io import write_json
 
 
@@ -102,7 +102,7 @@ def build_parser() -> ArgumentParser:
     pr.add_argument("--abilities", help="comma-separated ability keys (default: all)")
     pr.add_argument("--ood", action="store_true", help="include the C-Eval out-of-domain sets")
     pr.add_argument("--out", required=True)
-    pr.add_argument("--batch-size", type=int, default=16)
+    pr.add_argument("--batch-size", type=at_least(1), default=16)
     pr.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto")
     pr.add_argument(
         "--max-new-tokens",
@@ -181,7 +181,7 @@ def _add_bench(sub) -> None:
         "--shots", type=shot_list, default=[0, 5], help="comma-separated, 0..5 (default 0,5)"
     )
     be.add_argument("--out", required=True)
-    be.add_argument("--batch-size", type=int, default=16)
+    be.add_argument("--batch-size", type=at_least(1), default=16)
     be.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto")
     be.set_defaults(func=cmd_bench)
 
