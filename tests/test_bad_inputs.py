@@ -1210,3 +1210,22 @@ def test_a_batch_size_below_one_is_refused_before_the_model_loads(command, tmp_p
     assert exit_code(main, argv) == 2
     err = capsys.readouterr().err
     assert "argument --batch-size" in err and "expected a number >= 1, got '0'" in err
+
+
+def test_curriculum_from_another_directory_names_the_grids_corpus_not_found(tmp_path, monkeypatch):
+    import shutil
+
+    from doit.analysis.curriculum.evidence import _pools
+    from doit.analysis.curriculum.options import CurriculumError, Options
+
+    shutil.copytree(FIXTURE, tmp_path / "rel" / "corpus")
+    monkeypatch.chdir(tmp_path)
+    study, _ = planned_study(tmp_path, doit_dir="rel/corpus")
+    assert _pools(str(study), Options(budget=40), ["biology"])["biology"] > 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(
+        CurriculumError, match=r"the grid's doit_dir rel/corpus \(in .*plan.json\) was not found"
+    ):
+        _pools(str(study), Options(budget=40), ["biology"])
