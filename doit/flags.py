@@ -49,3 +49,21 @@ class ArgumentParser(argparse.ArgumentParser):
             long = next(n for n in names if n.startswith("--"))
             kwargs["dest"] = long[2:].replace("-", "_")
         return super().add_argument(*dict.fromkeys(every), **kwargs)
+
+
+def at_least(low: float, kind: type = int):
+    """An argparse ``type`` for a number (``kind``) of at least ``low``: ``--valid -1`` is
+    refused by the parser (exit 2, the flag named) rather than meaning something else.
+    NaN is refused too (it compares false with every bound)."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        if not value >= low:
+            raise argparse.ArgumentTypeError(f"expected a number >= {low}, got {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse

@@ -4,7 +4,8 @@ Every file doit writes goes through ``atomic_path`` (a temp file in the same fol
 over the target once complete; ``atomic_write_text``, ``write_json`` and ``write_jsonl`` are
 built on it) and every output directory through ``atomic_output_dir`` (built beside the
 target, swapped in whole), so a killed run leaves the previous output intact and never a
-half-written file. ``read_json`` and ``read_jsonl`` are the readers; ``inside`` checks a path
+half-written file. ``read_json``, ``read_jsonl`` and ``read_yaml`` (which refuses a key given
+twice in a mapping) are the readers; ``inside`` checks a path
 built from names read from a file before anything is written or deleted there.
 
 ``check_output`` is the one output rule of every command that writes a path the user names
@@ -26,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -69,11 +72,17 @@ def _writer_gone(pid: str) -> bool:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder, fsync and a rename."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    """Write ``text`` to ``path`` via a temp file in the same folder, fsync and a rename. An
+    OSError (a full disk) names ``path``; the temp file is removed."""
+    try:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from None
     return Path(path)
 
 
@@ -84,6 +93,36 @@ def dumps_jsonl(records: Iterable[dict[str, Any]]) -> str:
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> Path:
     return atomic_write_text(path, dumps_jsonl(records))
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for an OSError, naming the path (the first failure of a ``shutil`` copy)."""
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        src, dst, why = e.args[0][0]
+        more = len(e.args[0]) - 1
+        return f"{dst}: {why}" + (f" (and {more} more files)" if more else "")
+    if e.filename is not None:
+        return f"{e.filename}: {e.strerror or e}"
+    return str(e)
+
+
+class EncodingError(ValueError):
+    """A file that is not UTF-8 text; the message names ``path:line`` of the first bad byte."""
+
+    def __init__(self, path, line: int, msg: str):
+        super().__init__(f"{path}:{line}: not UTF-8 text: {msg}")
+        self.path, self.line, self.msg = str(path), line, msg
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The UTF-8 text of ``path`` (a byte-order mark dropped); EncodingError naming the line
+    of the first byte that is not UTF-8."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise EncodingError(path, line, f"byte {raw[e.start]:#04x} ({e.reason})") from None
 
 
 class JsonError(ValueError):
@@ -106,7 +145,7 @@ def read_jsonl(path: str | os.PathLike, on_error: str = "raise") -> Iterator[tup
     """
     if on_error not in ("raise", "yield", "skip"):
         raise ValueError(f"on_error must be raise, yield or skip, not {on_error!r}")
-    text = Path(path).read_text(encoding="utf-8-sig")
+    text = read_text(path)
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -127,11 +166,54 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
 def read_json(path: str | os.PathLike) -> Any:
     """The JSON document in ``path``; a file that is not JSON raises ``JsonError`` naming
     ``path:line``."""
-    text = Path(path).read_text(encoding="utf-8-sig")
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise JsonError(path, e.lineno, f"{e.msg} (column {e.colno})") from None
+
+
+class YamlError(ValueError):
+    """A YAML file that does not parse, or repeats a key; the message names ``path:line``."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives a key twice (plain YAML keeps the
+    last silently: ``learning_rate`` written twice would train at the second value)."""
+
+    def construct_mapping(self, node, deep=False):
+        first: dict = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in first:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first given at line {first[key]})",
+                    key_node.start_mark,
+                )
+            first[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """The YAML document ``text`` (from ``where``, a path or a flag), or YamlError naming
+    ``where:line`` (a syntax error, or a key repeated in a mapping)."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise YamlError(f"{where}{line}: yaml: {problem}") from None
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """The YAML document in ``path`` (`parse_yaml`); the one YAML reader of doit."""
+    return parse_yaml(read_text(path), str(path))
 
 
 class OutputError(ValueError):

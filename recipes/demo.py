@@ -66,13 +66,15 @@ def logged(path: Path):
 
 
 def parse_args(argv=None):
+    from doit.flags import at_least
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=Path("data/generated/micro"))
     p.add_argument("--grid", type=Path, default=Path("recipes/grids/demo.yaml"))
     p.add_argument("--study", type=Path, default=Path("runs/study/demo"))
-    p.add_argument("--workers", type=int, default=2, help="cells at once (one thread each)")
-    p.add_argument("--budget", type=int, default=CURRICULUM_BUDGET, help="curriculum items")
-    p.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
+    p.add_argument("--workers", type=at_least(1), default=2, help="cells at once (one thread each)")
+    p.add_argument("--budget", type=at_least(1), default=CURRICULUM_BUDGET, help="curriculum items")
+    p.add_argument("--replicates", type=at_least(1), default=1000, help="bootstrap replicates")
     return p.parse_args(argv)
 
 
@@ -231,7 +233,10 @@ def reuse_summary(out: Path, stamp: str, budget: int) -> list[str] | None:
     except JsonError:  # a cut or edited summary: analyse again
         return None
     same = kept.get("results_sha256") == stamp and kept.get("budget") == budget
-    return list(kept["lines"]) if same else None
+    if not same:
+        return None
+    here = f"report: {out / 'report.html'}"  # a copied study's, not the one it was copied from
+    return [here if line.startswith("report: ") else line for line in kept["lines"]]
 
 
 def save_summary(out: Path, stamp: str, budget: int, lines: list[str]) -> None:

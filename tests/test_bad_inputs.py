@@ -5,6 +5,7 @@ silent wrong result or lost data. One test per input; the section says which ite
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -1127,3 +1128,494 @@ def test_each_writers_own_earlier_output_passes_the_rule_and_a_stranger_does_not
             check_output(target, kind, overwrite=True, inputs={"the input": stranger.parent})
     assert check_output(made("empty"), STUDY) and check_output(tmp_path / "new" / "x", STUDY)
     assert (stranger / "notes.txt").read_text() == "{}"
+
+
+# --- #26 silent results, plan checks, located errors --------------------------------------------
+@pytest.mark.parametrize(
+    ("flags", "flag"), [(["--valid", "-1", "--test", "5"], "--valid"), (["--test", "-2"], "--test")]
+)
+def test_split_refuses_a_negative_split_size(flags, flag, corpus, tmp_path, capsys):
+    out = tmp_path / "split"
+    assert data(["split", str(corpus / "curated" / "1000"), "--out", str(out), *flags]) == 2
+    assert f"argument {flag}: expected a number >= 0" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_split_without_valid_or_test_is_warned_by_split_and_by_validate(corpus, tmp_path, capsys):
+    out, pool = tmp_path / "split", corpus / "curated" / "1000"
+    assert data(["split", str(pool), "--out", str(out), "--valid", "0", "--test", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "warning: no valid and no test split" in printed
+    assert data(["validate", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "curated/valid:0: missing: warning: no valid split" in printed
+    assert "curated/test:0: missing: warning: no test split" in printed and "2 warnings" in printed
+
+
+def test_curate_refuses_a_max_tokens_below_one(corpus, tmp_path, capsys):
+    out = tmp_path / "cur"
+    assert data(["curate", str(corpus), "--out", str(out), "--max-tokens", "-5"]) == 2
+    assert "argument --max-tokens" in capsys.readouterr().err and not out.exists()
+
+
+def test_validate_names_an_empty_ability_file(corpus, capsys):
+    empty = corpus / "curated" / "valid" / "ethics_valid.json"
+    empty.write_text("\n")
+    assert data(["validate", str(corpus)]) == 0
+    assert f"{empty}:0: records: warning: empty" in capsys.readouterr().out
+
+
+def finished(tmp_path, **keys):
+    """A run folder as a finished run leaves it: run_info.json and DONE, no checkpoint state."""
+    from doit.train import rundir
+
+    args = half_trained(tmp_path, **keys)
+    out = Path(args.training.output_dir)
+    for ckpt in rundir.checkpoints(out):
+        rundir.strip_training_state(ckpt)
+    rundir.write_done(out, rundir.metrics_row("end", 2, 2.0, 10, 1.0))
+    return args
+
+
+def test_a_finished_run_rerun_under_another_config_is_refused_naming_the_keys(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args, run
+
+    finished(tmp_path, per_ability=1)
+    same = run(parse_args(["--config", run_config(tmp_path, per_ability=1)]))
+    assert same.trained is False  # the same run, finished: read back
+    changed = run_config(tmp_path, per_ability=2, learning_rate=0.5)
+    with pytest.raises(ConfigError, match=r"finished run .*differs in: learning_rate, per_ability"):
+        run(parse_args(["--config", changed]))
+
+
+def test_a_formulation_change_is_named_as_formulation_not_as_the_data(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import check_resume, parse_args
+    from doit.train.sft.args import resolve_schedule
+    from doit.train.sft.data import items_sha256, train_items
+
+    half_trained(tmp_path, per_ability=1)
+    text = parse_args(["--config", run_config(tmp_path, per_ability=1, formulation="text")])
+    items = train_items(text.data)
+    resolve_schedule(text, len(items))
+    with pytest.raises(ConfigError, match=r"differs in: formulation\)") as refused:
+        check_resume(text, items_sha256(items))
+    assert "training data" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("num_train_epochs", 0), ("num_train_epochs", -2), ("learning_rate", -0.1)]
+    + [("learning_rate", float("nan"))],
+)
+def test_a_schedule_that_cannot_train_is_refused_before_anything_is_written(
+    key, value, tmp_path, capsys
+):
+    from doit.train.sft import main
+
+    assert main(["--config", sft_config(tmp_path, **{key: value})]) == 2
+    assert f"error: {key}: " in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+def test_save_strategy_left_out_is_the_recipes_epoch_and_steps_written_is_refused(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args
+
+    assert parse_args(["--config", sft_config(tmp_path)]).training.save_strategy == "epoch"
+    with pytest.raises(ConfigError, match="save_strategy: expected one of epoch, got 'steps'"):
+        parse_args(["--config", sft_config(tmp_path, save_strategy="steps")])
+
+
+def test_a_recipe_yaml_giving_a_key_twice_is_an_error_naming_file_and_line(tmp_path):
+    from doit.train.errors import ConfigError
+    from doit.train.sft import parse_args
+
+    path = Path(sft_config(tmp_path, learning_rate=0.1))
+    path.write_text(path.read_text() + "learning_rate: 0.5\n")
+    line = len(path.read_text().splitlines())
+    with pytest.raises(ConfigError, match=rf"{path}:{line}: yaml: duplicate key 'learning_rate'"):
+        parse_args(["--config", str(path)])
+
+
+def test_a_grid_or_mix_yaml_giving_a_key_twice_is_an_error_naming_file_and_line(
+    corpus, tmp_path, capsys
+):
+    path = grid_file(tmp_path)
+    path.write_text(path.read_text() + "name: again\n")
+    line = len(path.read_text().splitlines())
+    assert grid(["plan", str(path), "--out", str(tmp_path / "study")]) == 2
+    assert f"{path}:{line}: yaml: duplicate key 'name'" in capsys.readouterr().err
+    mix = tmp_path / "m.yaml"
+    mix.write_text("counts:\n  biology: 2\n  biology: 3\n")
+    assert data(["mix", str(corpus), "--mix", str(mix), "--out", str(tmp_path / "o")]) == 2
+    assert f"{mix}:3: yaml: duplicate key 'biology'" in capsys.readouterr().err
+    assert not (tmp_path / "study").exists() and not (tmp_path / "o").exists()
+
+
+def plan_cli(tmp_path, path) -> int:
+    return grid(["plan", str(path), "--out", str(tmp_path / "study")])
+
+
+def test_a_grid_that_plans_no_cell_is_refused_and_one_of_untuned_cells_warned(tmp_path, capsys):
+    assert plan_cli(tmp_path, grid_file(tmp_path, seed=[])) == 2
+    assert "plans no cells" in capsys.readouterr().err and not (tmp_path / "study").exists()
+    assert plan_cli(tmp_path, grid_file(tmp_path, data={"per_ability": []})) == 0
+    assert "warning: only untuned (n = 0) cells" in capsys.readouterr().out
+
+
+def test_a_cells_pattern_matching_nothing_is_warned_by_run_and_by_plan(tmp_path, capsys):
+    bench = {"name": "cmmlu", "data_dir": str(FIXTURE), "cells": "zzz*"}
+    assert plan_cli(tmp_path, grid_file(tmp_path, benchmarks=[bench])) == 0
+    assert "warning: benchmarks[0].cells 'zzz*' matches no scored cell" in capsys.readouterr().out
+    assert grid(["run", str(tmp_path / "study"), "--cells", "zzz*"]) == 0
+    assert "warning: --cells 'zzz*' matches no cell" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("changed", ["sft.yaml", "corpus"])
+def test_a_study_whose_inputs_changed_after_planning_is_refused_by_run(changed, tmp_path, capsys):
+    import shutil
+
+    corpus = shutil.copytree(FIXTURE, tmp_path / "corpus")
+    study, cells = planned_study(tmp_path, doit_dir=str(corpus))
+    sft = next(c for c in cells if c.kind == "sft")
+    edited = study / "cells" / sft.id / "sft.yaml"
+    if changed == "sft.yaml":
+        edited.write_text(edited.read_text() + "learning_rate: 0.5\n")
+    else:
+        edited = next((corpus / "curated" / "test").glob("*.json"))
+        edited.write_text(edited.read_text().splitlines(keepends=True)[0])
+    assert grid(["run", str(study)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "changed since it was planned" in err
+        and str(edited if changed == "sft.yaml" else corpus) in err
+    )
+    assert not (study / "results").exists()
+
+
+@pytest.mark.parametrize("column", ["n_items", "n_per_ability"])
+def test_a_negative_count_in_a_results_table_is_a_located_error(column, tmp_path, capsys):
+    path = planted_table(tmp_path, **{column: lambda t: -t[column].abs() - 1})
+    assert analysis(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {column}: " in err and "negative" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"),
+    [(["--delta", "-2"], "--delta"), (["--replicates", "0"], "--replicates")],
+)
+def test_analysis_run_refuses_a_flag_that_means_nothing(flags, flag, tmp_path, capsys):
+    path = planted_table(tmp_path)
+    assert analysis(["run", str(path), "--out", str(tmp_path / "out"), *flags]) == 2
+    assert f"argument {flag}: expected" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_zero_byte_results_table_is_a_located_error(tmp_path, capsys):
+    path = tmp_path / "results.csv"
+    path.write_bytes(b"")
+    assert analysis(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert f"{path}: empty file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [
+        ("ability,extra\nbiology,fast\n", "features.csv:2: extra: 'fast' is not a number"),
+        ("ability,extra\nbiologie,1.0\n", "features.csv:2: ability: 'biologie' is not"),
+        ("name,extra\nbiology,1.0\n", "features.csv: no 'ability' column"),
+    ],
+    ids=["non-numeric", "unknown-ability", "no-ability-column"],
+)
+def test_a_bad_features_csv_is_refused_before_anything_is_written(rows, says, tmp_path, capsys):
+    features = tmp_path / "features.csv"
+    features.write_text(rows)
+    path = planted_table(tmp_path)
+    argv = ["run", str(path), "--out", str(tmp_path / "out"), "--features", str(features)]
+    assert analysis([*argv, "--replicates", "20"]) == 2
+    assert says in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def curriculum_table(tmp_path) -> Path:
+    from doit.analysis.synthetic import Curve, planted_study
+
+    table, _, _ = planted_study(
+        {"biology": Curve(), "code": Curve(a=-2.0)},
+        ns=(4, 16, 64),
+        n_items=40,
+        rng=0,
+        epochs=(5.0,),
+        per_item=False,
+    )
+    path = tmp_path / "results.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+def curriculum(tmp_path, *flags) -> int:
+    path, out = curriculum_table(tmp_path), tmp_path / "cur"
+    return analysis(["curriculum", str(path), "--budget", "40", "--out", str(out), *flags])
+
+
+def test_curriculum_weights_all_zero_are_refused(tmp_path, capsys):
+    flags = ["--pools", "biology=100,code=100", "--replicates", "20"]
+    assert curriculum(tmp_path, *flags, "--weights", "biology=0,code=0") == 2
+    assert "--weights: every weight is 0" in capsys.readouterr().err
+    assert not (tmp_path / "cur").exists()
+
+
+def test_curriculum_chosen_and_judged_on_test_is_warned(tmp_path, capsys):
+    flags = ["--pools", "biology=100,code=100", "--replicates", "20", "--split", "test"]
+    curriculum(tmp_path, *flags, "--validate")  # a table, not a study: validate then refuses
+    printed = capsys.readouterr().out
+    assert "warning: --split test with --validate" in printed
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--replicates", "0"), ("--budget", "-1")])
+def test_curriculum_refuses_a_count_below_one(flag, value, tmp_path, capsys):
+    flags = ["--pools", "biology=100,code=100", flag, value]
+    assert curriculum(tmp_path, *flags) == 2
+    assert f"argument {flag}: expected" in capsys.readouterr().err
+
+
+def demo_module():
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "recipes" / "demo.py"
+    spec = importlib.util.spec_from_file_location("demo_recipe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_copied_demo_study_reports_its_own_report_path(tmp_path):
+    import shutil
+
+    demo = demo_module()
+    out = tmp_path / "a" / "analysis"
+    out.mkdir(parents=True)
+    (out / "report.html").write_text("<html></html>")
+    demo.save_summary(out, "sha", 40, ["found", f"report: {out / 'report.html'}"])
+    copy = Path(shutil.copytree(tmp_path / "a", tmp_path / "b")) / "analysis"
+    assert demo.reuse_summary(copy, "sha", 40) == ["found", f"report: {copy / 'report.html'}"]
+
+
+@pytest.mark.parametrize("flag", ["--budget", "--replicates", "--workers"])
+def test_the_demo_refuses_a_count_below_one_at_start_naming_its_flag(flag, tmp_path, capsys):
+    demo = demo_module()
+    argv = ["--study", str(tmp_path / "s"), "--data", str(tmp_path / "d"), flag, "-1"]
+    assert exit_code(demo.main, argv) == 2
+    assert f"argument {flag}: expected" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists() and not (tmp_path / "d").exists()
+
+
+def corpus_without_option_text(tmp_path, rel: str) -> tuple[Path, Path]:
+    """A copy of the fixture whose items in ``rel`` have an option D without text."""
+    import shutil
+
+    corpus = Path(shutil.copytree(FIXTURE, tmp_path / "corpus"))
+    path = corpus / rel
+    text = path.read_text(encoding="utf-8")
+    assert "\\nD. " in text
+    path.write_text(re.sub(r"\\nD\.[^\\\"]*", r"\\nD.", text), encoding="utf-8")
+    return corpus, path
+
+
+@pytest.mark.parametrize(
+    ("keys", "says"),
+    [
+        ({"eval_epochs": [7]}, "eval_epochs: epoch 7 is beyond cell tiny-"),
+        (
+            {"benchmarks": [{"name": "cmmlu", "data_dir": "no/such/bench"}]},
+            "benchmarks[0].data_dir",
+        ),
+    ],
+    ids=["eval_epochs", "benchmark-data_dir"],
+)
+def test_plan_refuses_what_would_fail_after_training(keys, says, tmp_path, capsys):
+    assert plan_cli(tmp_path, grid_file(tmp_path, **keys)) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and not (tmp_path / "study").exists()
+
+
+def test_plan_refuses_a_formulation_an_item_cannot_be_asked_in(tmp_path, capsys):
+    corpus, bad = corpus_without_option_text(tmp_path, "curated/test/biology_test.json")
+    path = grid_file(tmp_path, doit_dir=str(corpus), formulation=["text"])
+    assert plan_cli(tmp_path, path) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: formulation: {bad}:1: text formulation: option D has no text" in err
+    assert not (tmp_path / "study").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory) -> Path:
+    from tests.tiny import make_base
+
+    return make_base(tmp_path_factory.mktemp("base") / "llama")
+
+
+def test_sft_in_a_formulation_an_item_cannot_be_asked_in_is_located(tiny_base, tmp_path, capsys):
+    from doit.train.sft import main
+
+    corpus, bad = corpus_without_option_text(tmp_path, "curated/1000/biology_1000.json")
+    config = sft_config(
+        tmp_path, model_name_or_path=str(tiny_base), doit_dir=str(corpus), formulation="text"
+    )
+    assert main(["--config", config]) == 2
+    assert re.search(rf"error: formulation: {bad}:\d+: text formulation", capsys.readouterr().err)
+    assert not (tmp_path / "run" / "run_info.json").exists()
+
+
+def test_a_benchmark_on_every_cell_scores_the_untuned_base_in_its_chat_format(
+    tiny_base, tmp_path, monkeypatch
+):
+    import pandas as pd
+
+    monkeypatch.setenv("DOIT_CACHE", str(tmp_path / "cache"))
+    from doit.grid.plan import write_plan
+    from doit.grid.runner import work_cell
+    from doit.grid.spec import load_grid
+    from tests.grid.conftest import grid_dict, write_grid
+
+    benchmarks = [{"name": "cmmlu", "data_dir": str(FIXTURE.parent / "benchmarks")}]
+    keys = grid_dict(tiny_base)
+    keys["sft"]["overrides"]["num_train_epochs"] = 1
+    raw = {**keys, "data": {"per_ability": [1]}, "benchmarks": benchmarks, "eval_epochs": "last"}
+    grid_path = write_grid(tmp_path / "grid.yaml", raw)
+    cells, _ = write_plan(load_grid(grid_path), tmp_path / "study")
+    assert [c.kind for c in cells] == ["base", "sft"]
+    for c in cells:
+        assert work_cell(tmp_path / "study", c.id) == "done", status_of(tmp_path / "study", c.id)
+    for c in cells:
+        rows = pd.read_parquet(tmp_path / "study" / "results" / f"{c.id}.parquet")
+        assert "cmmlu" in set(rows["split"]), c.id
+
+
+@pytest.mark.parametrize("where", ["copy", "write"])
+def test_a_full_disk_during_subset_is_one_line_naming_the_path_with_nothing_left(
+    where, corpus, tmp_path, monkeypatch, capsys
+):
+    import errno
+    import shutil
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(*((shutil, "copyfile", full) if where == "copy" else (os, "fsync", full)))
+    out = tmp_path / "cells"
+    assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "No space left on device" in err and str(tmp_path) in err
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_line_by_validate_stats_and_score(
+    corpus, tmp_path, capsys
+):
+    bad = corpus / "curated" / "test" / "biology_test.json"
+    bad.write_bytes(bad.read_bytes() + b'{"messages": "\xff\xfe"}\n')
+    line = len(bad.read_bytes().splitlines())
+    for command in ("validate", "stats"):
+        assert data([command, str(corpus)]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}:{line}: encoding: not UTF-8 text" in err, command
+    pred = tmp_path / "pred.jsonl"
+    pred.write_bytes(b'{"a": 1}\n\xff\n')
+    code, err = score(pred, capsys)
+    assert code == 2 and f"{pred}:2: not UTF-8 text" in err
+
+
+@pytest.mark.parametrize("command", ["stats", "curate"])
+def test_a_tokenizer_that_is_not_a_local_folder_is_refused_without_the_hub(
+    command, corpus, tmp_path, monkeypatch, capsys
+):
+    import transformers
+
+    def asked(*a, **k):
+        raise AssertionError("the hub (or a tokenizer load) was tried")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", asked)
+    out = ["--out", str(tmp_path / "o")] if command == "curate" else []
+    assert data([command, str(corpus), "--tokenizer", "nosuchtok", *out]) == 2
+    assert "--tokenizer: nosuchtok: no such folder" in capsys.readouterr().err
+
+
+def test_pretrain_refuses_a_block_size_below_one_and_an_empty_train_file(tmp_path, capsys):
+    from doit.train.pretrain import main
+
+    out = tmp_path / "run"
+    argv = ["--config", str(PRETRAIN_XS), "--output_dir", str(out)]
+    assert main([*argv, "--block_size", "0"]) == 2
+    assert "error: block_size: expected an integer >= 1" in capsys.readouterr().err
+    empty, tok = tmp_path / "train.txt", tmp_path / "tok"
+    empty.write_text("\n\n")
+    tok.mkdir()
+    files = ["--train_file", str(empty), "--valid_file", str(empty), "--tokenizer_path", str(tok)]
+    assert main([*argv, *files]) == 2
+    assert f"error: train_file: {empty} is empty" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_sft_on_a_base_asking_for_its_own_code_is_refused_clearly(tiny_base, tmp_path, capsys):
+    import json
+    import shutil
+
+    from doit.train.sft import main
+
+    base = Path(shutil.copytree(tiny_base, tmp_path / "custom"))
+    config = json.loads((base / "config.json").read_text())
+    config.update(model_type="my_arch", auto_map={"AutoModelForCausalLM": "my.MyModel"})
+    (base / "config.json").write_text(json.dumps(config))
+    assert main(["--config", sft_config(tmp_path, model_name_or_path=str(base))]) == 2
+    err = capsys.readouterr().err
+    assert "model_name_or_path: " in err and "asks for the base's own code" in err
+    assert "AutoModelForCausalLM: my.MyModel" in err
+    assert not (tmp_path / "run" / "run_info.json").exists()
+
+
+def test_a_ladder_of_one_run_is_refused_before_anything_is_written(tmp_path, capsys):
+    import json
+
+    run = tmp_path / "ladder" / "vanilla_s" / "seed0"
+    run.mkdir(parents=True)
+    end = {"kind": "end", "step": 8, "tokens": 100, "wall_s": 1.0, "arch": "vanilla"}
+    end |= {"size": "s", "seed": 0, "params_non_embedding": 1000, "params_total": 2000}
+    end |= {"valid_loss": 4.0, "unigram_entropy": 5.7, "unigram_valid_loss": 5.8}
+    (run / "metrics.jsonl").write_text(json.dumps(end) + "\n")
+    out = tmp_path / "out"
+    assert analysis(["ladder", str(tmp_path / "ladder"), "--out", str(out)]) == 2
+    assert "needs finished runs at two sizes or more" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["predict", "bench"])
+def test_a_batch_size_below_one_is_refused_before_the_model_loads(command, tmp_path, capsys):
+    from doit.eval.cli import main
+
+    data_flag = "--data" if command == "predict" else "--data-dir"
+    argv = [command, "--model", str(tmp_path / "m"), data_flag, str(FIXTURE), "--batch-size", "0"]
+    argv += ["--out", str(tmp_path / "out.jsonl")]
+    assert exit_code(main, argv) == 2
+    err = capsys.readouterr().err
+    assert "argument --batch-size" in err and "expected a number >= 1, got '0'" in err
+
+
+def test_curriculum_from_another_directory_names_the_grids_corpus_not_found(tmp_path, monkeypatch):
+    import shutil
+
+    from doit.analysis.curriculum.evidence import _pools
+    from doit.analysis.curriculum.options import CurriculumError, Options
+
+    shutil.copytree(FIXTURE, tmp_path / "rel" / "corpus")
+    monkeypatch.chdir(tmp_path)
+    study, _ = planned_study(tmp_path, doit_dir="rel/corpus")
+    assert _pools(str(study), Options(budget=40), ["biology"])["biology"] > 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(
+        CurriculumError, match=r"the grid's doit_dir rel/corpus \(in .*plan.json\) was not found"
+    ):
+        _pools(str(study), Options(budget=40), ["biology"])

@@ -23,7 +23,7 @@ from doit.analysis.formulation import MAX, RULES
 from doit.analysis.select import RULES as SELECT_RULES
 from doit.analysis.sensitivity import DELTA
 from doit.data.abilities import FORMULATIONS
-from doit.flags import ArgumentParser
+from doit.flags import ArgumentParser, at_least
 from doit.grid.results import ResultsError
 from doit.io import OutputKind, check_output, mark_output, marked_or_holding
 
@@ -49,8 +49,10 @@ def build_parser() -> ArgumentParser:
         s.add_argument("--out", required=True, type=Path, help="output folder")
         s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
         s.add_argument("--rule", default="study", choices=SELECT_RULES, help="checkpoint selection")
-        s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
-        s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
+        s.add_argument("--replicates", type=at_least(1), default=1000, help="bootstrap replicates")
+        s.add_argument(
+            "--delta", type=at_least(0, float), default=DELTA, help="equivalence margin, points"
+        )
         s.add_argument("--seed", type=int, default=0)
         s.add_argument("--features", help="a CSV of extra per-ability feature columns")
         s.add_argument("--base", help="untuned base model for Complexity (the smallest base)")
@@ -92,7 +94,7 @@ def build_parser() -> ArgumentParser:
     s.add_argument(
         "--base-arch", default="vanilla", help="the architecture the others are paired with"
     )
-    s.add_argument("--replicates", type=int, default=2000, help="seed bootstrap replicates")
+    s.add_argument("--replicates", type=at_least(1), default=2000, help="seed bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
     curriculum_parser(sub)
     return p
@@ -106,7 +108,9 @@ def curriculum_parser(sub) -> None:
         help="a data mix per ability from the fitted curves (doit/analysis/README.md, Curriculum)",
     )
     s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
-    s.add_argument("--budget", type=int, required=True, help="items (or tokens) to allocate")
+    s.add_argument(
+        "--budget", type=at_least(1), required=True, help="items (or tokens) to allocate"
+    )
     s.add_argument(
         "--policy",
         default="marginal",
@@ -148,8 +152,10 @@ def curriculum_parser(sub) -> None:
         default=REACH,
         help="optimised counts stay within this x the largest observed n",
     )
-    s.add_argument("--delta", type=float, default=DELTA, help="equivalence margin, points")
-    s.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
+    s.add_argument(
+        "--delta", type=at_least(0, float), default=DELTA, help="equivalence margin, points"
+    )
+    s.add_argument("--replicates", type=at_least(1), default=1000, help="bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--rule", default="last", choices=SELECT_RULES, help="checkpoint selection")
     s.add_argument("--split", default="valid", choices=("valid", "test"), help="the split fitted")
@@ -196,6 +202,7 @@ def run(args) -> int:
         formulation=args.formulation,
         cell_formulation=args.cell_formulation,
     )
+    a.extra_features  # noqa: B018 (read and checked before anything is written)
     if a.table.empty:  # validated first: nothing is written for a table that is refused
         return write_empty(a, args.out, args.step)
     planned = curriculum_for(args) if args.budget and args.step in ("run", "report") else None
@@ -259,6 +266,11 @@ def curriculum(args) -> int:
     from doit.analysis.curriculum.outputs import CURRICULUM
 
     check_out(args, CURRICULUM, {"the source": args.source, "--data": args.data})
+    if args.validate and args.split == "test":
+        print(
+            "warning: --split test with --validate: the mix is chosen on test and judged on "
+            "test (the comparison is then optimistic); choose on valid (the default)"
+        )
     policies = (
         POLICIES if args.policy == "all" else tuple(p.strip() for p in args.policy.split(","))
     )

@@ -146,6 +146,12 @@ def analyse(
 ) -> Ladder:
     if base not in set(runs.arch):
         raise ValueError(f"no {base} runs to compare against")
+    sizes = runs.loc[runs.arch == base, "size"].nunique()
+    if sizes < 2:
+        raise ValueError(
+            f"the {base} runs span {sizes} size: a ladder fits loss against size and needs "
+            "finished runs at two sizes or more"
+        )
     runs = in_folder_order(runs)
     table, fits = summarize(runs, base), fit_table(runs, base, replicates, seed)
     verdicts = [verdict(runs, table, fits, arch, base) for arch in sorted(set(runs.arch) - {base})]

@@ -134,7 +134,7 @@ class Analysis:
     @cached_property
     def features(self) -> pd.DataFrame:
         out = feat.transference(self.counts)
-        for extra in (self.complexity, self._features_file()):
+        for extra in (self.complexity, self.extra_features):
             if extra is not None:
                 cols = [c for c in extra.columns if c == "ability" or c not in out.columns]
                 out = out.merge(extra[cols], on="ability", how="left")
@@ -142,8 +142,10 @@ class Analysis:
             out["complexity"] = float("nan")
         return out.assign(rule=self.rule)
 
-    def _features_file(self):
-        return pd.read_csv(self.features_csv) if self.features_csv else None
+    @cached_property
+    def extra_features(self) -> pd.DataFrame | None:
+        """The ``features_csv`` columns, checked (`read_features`)."""
+        return read_features(self.features_csv) if self.features_csv else None
 
     @cached_property
     def explain(self) -> pd.DataFrame:
@@ -176,6 +178,30 @@ def check_scale(table: pd.DataFrame, source: str) -> None:
             f"{source}: score: every score is <= 1 while chance is in points (up "
             f"to {chance.max():g}): the table is on a 0-1 scale; scores are 0-100"
         )
+
+
+def read_features(path) -> pd.DataFrame:
+    """A CSV of extra per-ability features: an ``ability`` column of registry keys and numeric
+    columns; anything else is a ValueError naming ``path:line: column``."""
+    from doit.grid.results import ResultsError, read_csv
+
+    table = read_csv(path)
+    if "ability" not in table.columns:
+        raise ResultsError(f"{path}: no 'ability' column (one row per ability, keyed by it)")
+    known = {a.key for a in ab.ALL}
+    for i, key in enumerate(table["ability"]):
+        if key not in known:
+            raise ResultsError(f"{path}:{i + 2}: ability: {key!r} is not in the ability registry")
+    for column in (c for c in table.columns if c != "ability"):
+        numbers = pd.to_numeric(table[column], errors="coerce")
+        bad = numbers.isna() & table[column].notna()
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise ResultsError(
+                f"{path}:{i + 2}: {column}: {table[column].iloc[i]!r} is not a number"
+            )
+        table[column] = numbers
+    return table
 
 
 def load_truth(data_dir) -> dict | None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from doit.data.schema import DataError
-from doit.flags import ArgumentParser
+from doit.flags import ArgumentParser, at_least
 
 
 def _ints(text: str) -> list[int]:
@@ -26,6 +26,16 @@ def _ints(text: str) -> list[int]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
     return values
+
+
+def local_tokenizer(path: str):
+    """The tokenizer in the local folder ``path`` (``--tokenizer``): doit never downloads one,
+    so a name that is not a folder is an error, before the hub is asked."""
+    if not Path(path).is_dir():
+        raise ValueError(f"--tokenizer: {path}: no such folder (a local tokenizer directory)")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
 def cmd_validate(a) -> int:
@@ -65,11 +75,7 @@ def cmd_stats(a) -> int:
         inputs = {"the corpus": a.path, "the tokenizer (--tokenizer)": a.tokenizer}
         check_output(a.plot, LENGTH_PLOT, inputs=inputs, overwrite=a.overwrite, flag="--plot")
     splits = load_all(Path(a.path))
-    tok = None
-    if a.tokenizer:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    tok = local_tokenizer(a.tokenizer) if a.tokenizer else None
     table = stats_table(splits, tok)
     print(table.to_string(index=False))
     if a.plot:
@@ -89,6 +95,9 @@ def cmd_split(a) -> int:
         print(f"{dup} identical records kept once: {json.dumps(m['duplicates']['by_ability'])}")
     for rel in m["carried"]:
         print(f"carried through unsplit: {rel}")
+    missing = [s for s, n in (("valid", a.valid), ("test", a.test)) if n == 0]
+    if missing:
+        print(f"warning: no {' and no '.join(missing)} split (--{'/--'.join(missing)} 0)")
     return 0
 
 
@@ -131,11 +140,7 @@ def cmd_curate(a) -> int:
             [f for s in ("valid", "test") for f in split_files(ref, s)] if ref.is_dir() else [ref]
         )
         against, against_origins = _raw_records(ref, files or input_files(ref))
-    tok = None
-    if a.tokenizer:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    tok = local_tokenizer(a.tokenizer) if a.tokenizer else None
     result = curate(
         records,
         against=against or None,
@@ -224,15 +229,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("input")
     sp.add_argument("--out", required=True)
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--valid", type=int, default=100, help="valid items per ability (default 100)")
-    sp.add_argument("--test", type=int, default=100, help="test items per ability (default 100)")
+    sp.add_argument(
+        "--valid", type=at_least(0), default=100, help="valid items per ability (default 100)"
+    )
+    sp.add_argument(
+        "--test", type=at_least(0), default=100, help="test items per ability (default 100)"
+    )
     sp.set_defaults(func=cmd_split)
     c = sub.add_parser("curate", help="normalise, dedup, near-dedup, length-filter, decontaminate")
     c.add_argument("input")
     c.add_argument("--out", required=True)
     c.add_argument("--against", help="DoIT dir or file (valid/test) to decontaminate against")
     c.add_argument("--tokenizer", help="tokenizer directory for the length filter")
-    c.add_argument("--max-tokens", type=int, default=2048)
+    c.add_argument("--max-tokens", type=at_least(1), default=2048)
     c.add_argument(
         "--near-threshold",
         type=float,
@@ -295,4 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a full disk, a permission: the path named, nothing half-written
+        from doit.io import os_error_message
+
+        print(f"error: {os_error_message(e)}", file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ from typing import Any
 
 from doit.data import abilities as ab
 from doit.data.schema import Problem
-from doit.io import JsonError, read_jsonl
+from doit.io import EncodingError, JsonError, read_jsonl, read_text
 
 TRAIN_POOLS = ("1000", "full")
 SPLITS = ("train", "valid", "test")
@@ -67,7 +67,11 @@ def read_records(path: Path) -> Iterator[tuple[int, Any]]:
         for i, row in enumerate(datasets.load_from_disk(str(path))):
             yield i + 1, row
         return
-    text = path.read_text(encoding="utf-8-sig")
+    try:
+        text = read_text(path)
+    except EncodingError as e:
+        yield e.line, Problem(str(path), e.line, "encoding", f"not UTF-8 text: {e.msg}")
+        return
     if text.lstrip().startswith("["):
         yield from _read_json_array(path, text)
         return

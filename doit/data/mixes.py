@@ -34,13 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from doit.data import abilities as ab
 from doit.data.cells import cell_name, pool_sizes, source_is_synthetic, write_cell
 from doit.data.load import load_items
 from doit.data.sampling import by_ability, take
-from doit.io import atomic_output_dir, check_output
+from doit.io import YamlError, atomic_output_dir, check_output, read_yaml
 
 ALL = "all"
 _KEYS = {"seed", "source", "counts", "fill", "exclude", "synthetic", "provenance"}
@@ -187,9 +185,9 @@ def _parse_fill(raw: Any, spec: MixSpec, path: str) -> Fill:
 def load_mix(path) -> MixSpec:
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise MixError(f"{path}: invalid YAML: {e}") from None
+        raw = read_yaml(path)
+    except YamlError as e:
+        raise MixError(str(e)) from None
     return parse_mix(raw, str(path))
 
 

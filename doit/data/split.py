@@ -41,6 +41,8 @@ def input_files(path: Path) -> list[Path]:
 
 def split_items(items: list[dict], n_valid: int, n_test: int, seed: int, pool: int = 1000) -> dict:
     """{split: items} with splits full, 1000, valid, test (per ability, seeded)."""
+    if min(n_valid, n_test) < 0:
+        raise ValueError(f"valid and test sizes must be >= 0, not {n_valid} and {n_test}")
     out = {s: [] for s in SUFFIX}
     for key, group in sorted(by_ability(items).items()):
         order = ranked(group, seed, "split")

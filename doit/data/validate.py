@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from doit.data import abilities as ab
 from doit.data.layout import SPLIT_DIRS, all_record_files, is_record_file, missing_abilities
 from doit.data.load import read_files
 from doit.data.schema import ERROR, WARNING, Problem
-from doit.io import MANIFEST, output_kind, read_json
+from doit.io import MANIFEST, output_kind, read_json, read_yaml
 
 REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 ROLE_PLAY_NOTE = (
@@ -51,7 +49,7 @@ def load_expectation(expect: str) -> tuple[Path, dict]:
         path = REPO_DATA / expect / "expected.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"no expectation {expect!r}: neither a file nor {path}")
-    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    spec = read_yaml(path)
     if not isinstance(spec, dict) or not isinstance(spec.get("files"), list):
         raise ValueError(
             f"{path}: files: expected a list of {{path, count|min_count|count_by_ability}}"
@@ -123,6 +121,11 @@ def validate_path(path, expect: str | None = None) -> Report:
         counts[str(f.relative_to(path)) if is_dir else f.name] = len(items) + len(failed)
         report.problems += problems
         report.n_items += len(items)
+    report.problems += [
+        Problem(str(path / rel if is_dir else path), 0, "records", "empty: no items", WARNING)
+        for rel, n in counts.items()
+        if n == 0 and report.n_items
+    ]
     if is_dir:
         report.problems += layout_problems(path, report.n_items)
     if expect:
@@ -139,7 +142,12 @@ def layout_problems(root: Path, n_items: int) -> list[Problem]:
     if n_items == 0:
         return [Problem(str(root), 0, "items", "no items: every record file is empty")]
     drawn = _drawn_abilities(root)
-    out = []
+    out = [
+        Problem(str(root / SPLIT_DIRS[split]), 0, "missing", f"no {split} split", WARNING)
+        for split in ("valid", "test")
+        if any((root / SPLIT_DIRS[p]).is_dir() for p in ("1000", "full", "train"))
+        and not (root / SPLIT_DIRS[split]).is_dir()
+    ]
     for rel, lacking in missing_abilities(root).items():
         for key in lacking:
             deliberate = drawn is not None and rel == SPLIT_DIRS["train"] and key not in drawn

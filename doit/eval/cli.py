@@ -18,7 +18,7 @@ from pathlib import Path
 from doit.data.abilities import FORMULATIONS
 from doit.data.schema import DataError
 from doit.eval.kinds import DEFAULT_NORM, NORMS
-from doit.flags import ArgumentParser
+from doit.flags import ArgumentParser, at_least
 from doit.io import OutputKind, check_output, json_holding, write_json
 
 
@@ -153,7 +153,7 @@ def build_parser() -> ArgumentParser:
     pr.add_argument(
         "--overwrite", action="store_true", help="replace an existing --out of another kind"
     )
-    pr.add_argument("--batch-size", type=int, default=16)
+    pr.add_argument("--batch-size", type=at_least(1), default=16)
     pr.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto")
     pr.add_argument(
         "--max-new-tokens",
@@ -238,7 +238,7 @@ def _add_bench(sub) -> None:
     be.add_argument(
         "--overwrite", action="store_true", help="replace an existing --out of another kind"
     )
-    be.add_argument("--batch-size", type=int, default=16)
+    be.add_argument("--batch-size", type=at_least(1), default=16)
     be.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto")
     be.set_defaults(func=cmd_bench)
 

@@ -211,8 +211,16 @@ def build_configs(benchmarks, data_dir, max_shots: int) -> dict[str, dict[str, d
 # ---------------------------------------------------------------- running lm-eval
 
 
-def make_lm(model_dir: str, adapter: str | None = None, dtype: str = "auto", batch_size: int = 16):
-    """lm-eval's HFLM around ``doit.models.load_for_inference``'s model and chat-template tokenizer.
+def make_lm(
+    model_dir: str,
+    adapter: str | None = None,
+    dtype: str = "auto",
+    batch_size: int = 16,
+    chat_format: str | None = None,
+    seed: int = 0,
+):
+    """lm-eval's HFLM around ``doit.models.load_for_inference``'s model and chat-template tokenizer
+    (``chat_format`` and ``seed``: an untuned base rendered as its fine-tuned cells train).
 
     No BOS is added (``add_bos_token=False``): prompts are exactly the chat template's text,
     as in training and in ``doit.eval.predict``.
@@ -221,7 +229,7 @@ def make_lm(model_dir: str, adapter: str | None = None, dtype: str = "auto", bat
 
     from doit.models import load_for_inference
 
-    model, tokenizer = load_for_inference(model_dir, adapter, dtype)
+    model, tokenizer = load_for_inference(model_dir, adapter, dtype, chat_format, seed)
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size, add_bos_token=False)
     if not (letters := letter_tokens(lm))["next_token"]:
         warnings.warn(

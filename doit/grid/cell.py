@@ -224,7 +224,7 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
             r, i = evaluate.score_rows(split, scores, formulation)
             rows += [{**common, **at, **x} for x in r]
             items += [{"cell": cell.id, "epoch": epoch, **x} for x in i]
-        bench = evaluate.score_benchmarks(model_dir, where, grid.benchmarks, cell.id)
+        bench = evaluate.score_benchmarks(model_dir, where, grid.benchmarks, cell.id, **kw)
         for split, result in bench.items():
             rows += [{**common, **at, **x} for x in evaluate.benchmark_rows(split, result)]
     return [own_columns(r, info.get("data", {})) for r in rows], items

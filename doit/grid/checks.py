@@ -29,6 +29,9 @@ def check_plan(grid: Grid, cells: list) -> None:
     if grid.pretraining_only:  # its corpus is the pretraining text, read by its own config
         return
     check_corpus(grid)
+    check_benchmarks(grid)
+    check_formulations(grid, cells)
+    check_eval_epochs(grid, cells)
     sizes = pool_sizes(grid.doit_dir)
     with tempfile.TemporaryDirectory(prefix="doit-plan-") as tmp:
         for cell in cells:
@@ -48,6 +51,61 @@ def check_corpus(grid: Grid) -> None:
                 f"{grid.path}: doit_dir: {grid.doit_dir}: every cell is scored on "
                 f"its {split} split: {e.problems[0]}"
             ) from None
+
+
+def check_benchmarks(grid: Grid) -> None:
+    """Every benchmark's ``data_dir`` is a folder (else each cell would fail once trained)."""
+    for i, b in enumerate(grid.benchmarks):
+        if not Path(b.data_dir).is_dir():
+            raise GridError(f"{grid.path}: benchmarks[{i}].data_dir: {b.data_dir}: no such folder")
+
+
+def check_formulations(grid: Grid, cells: list) -> None:
+    """Every item the cells train on (their pools) or are scored on (valid, test) can be asked
+    in every formulation the grid trains or scores in (an option without a text cannot be
+    ranked in the text formulation)."""
+    from doit.data import abilities as ab
+    from doit.data.load import load_items
+    from doit.data.schema import DataError
+
+    wanted = {c.formulation for c in cells if c.kind != "pretrain"} | set(grid.eval_formulations)
+    wanted -= {ab.LETTER}  # every item is asked as stored
+    pools = {str((c.recipe or {}).get("pool", "1000")) for c in cells if c.kind == "sft"}
+    for split in (*SCORED_SPLITS, *sorted(pools)) if wanted else ():
+        try:
+            items = load_items(grid.doit_dir, split)
+        except DataError:
+            continue  # a pool that is absent: the draw check says so
+        for formulation in sorted(wanted):
+            for item in items:
+                try:
+                    ab.formulate(item, formulation)
+                except ValueError as e:
+                    raise GridError(f"{grid.path}: formulation: {e}") from None
+
+
+def check_eval_epochs(grid: Grid, cells: list) -> None:
+    """The epochs ``eval_epochs`` lists are within every fine-tuning cell's schedule (those
+    whose size is known before drawing: not mixes)."""
+    from doit.train.errors import ConfigError
+    from doit.train.sft.args import planned_schedule
+
+    if isinstance(grid.eval_epochs, str):
+        return
+    for cell in cells:
+        if cell.kind != "sft" or cell.n_total is None:
+            continue
+        try:
+            schedule = planned_schedule(cell.recipe, cell.n_total, grid.gpus * grid.nodes)
+        except ConfigError:
+            continue  # the recipe check names it
+        epochs = schedule["num_train_epochs"]
+        beyond = [e for e in grid.eval_epochs if e > epochs + 1e-9]
+        if beyond:
+            raise GridError(
+                f"{grid.path}: eval_epochs: epoch {beyond[0]} is beyond cell {cell.id}'s "
+                f"schedule of {epochs:g} epoch(s)"
+            )
 
 
 def pool_sizes(doit_dir: str):

@@ -28,6 +28,8 @@ def cmd_plan(a) -> int:
     grid = load_grid(a.grid, parse_sets(a.set))
     cells, retired = write_plan(grid, a.out, a.replan)
     print(cell_table(cells))
+    for warning in plan_warnings(grid, cells):
+        print(f"warning: {warning}")
     if not grid.pretraining_only:
         budgets = ", ".join(f"{k} {v}" for k, v in grid.max_new_tokens.items())
         epochs = grid.eval_epochs if isinstance(grid.eval_epochs, str) else list(grid.eval_epochs)
@@ -37,6 +39,20 @@ def cmd_plan(a) -> int:
         + (f"; {len(retired)} retired (results in {a.out}/retired)" if retired else "")
     )
     return 0
+
+
+def plan_warnings(grid, cells: list[Cell]) -> list[str]:
+    """What a plan holds that is legitimate but likely not what was meant."""
+    import fnmatch
+
+    scored = [c for c in cells if c.kind != "pretrain"]
+    out = []
+    if scored and all(c.kind == "base" for c in scored):
+        out.append("only untuned (n = 0) cells: no cell fine-tunes (data.per_ability empty?)")
+    for i, b in enumerate(grid.benchmarks):
+        if not any(fnmatch.fnmatch(c.id, b.cells) for c in scored):
+            out.append(f"benchmarks[{i}].cells {b.cells!r} matches no scored cell")
+    return out
 
 
 def cell_table(cells: list[Cell]) -> str:
@@ -63,7 +79,13 @@ def _n(value) -> str:
 
 
 def cmd_run(a) -> int:
+    import fnmatch
+
+    from doit.grid.plan import read_plan
     from doit.grid.runner import run_study
+
+    if a.cells and not any(fnmatch.fnmatch(c.id, a.cells) for c in read_plan(a.study).cells):
+        print(f"warning: --cells {a.cells!r} matches no cell of {a.study}")
 
     ended = run_study(a.study, a.backend, a.max_parallel, a.threads, a.cells, a.retry_failed)
     failed = sorted(c for c, s in ended.items() if s == "failed")

@@ -82,9 +82,12 @@ def score_model(
     return out
 
 
-def score_benchmarks(model_dir, folder: Path, benchmarks, cell_id: str) -> dict:
+def score_benchmarks(
+    model_dir, folder: Path, benchmarks, cell_id: str, chat_format=None, seed: int = 0
+) -> dict:
     """{split name: BENCH.json} for the benchmarks (`spec.Benchmark`) whose ``cells`` pattern
-    matches the cell."""
+    matches the cell; ``chat_format`` and ``seed`` as `score_model` takes them (an untuned
+    base has no chat template of its own)."""
     from doit.eval.public_bench import letter_tokens, make_lm, run_bench
 
     out, lm = {}, None
@@ -94,7 +97,7 @@ def score_benchmarks(model_dir, folder: Path, benchmarks, cell_id: str) -> dict:
         split = b.name if not b.shots else f"{b.name}-{b.shots}shot"
         path = folder / f"{split}.bench.json"
         if not path.is_file():
-            lm = lm or make_lm(str(model_dir))
+            lm = lm or make_lm(str(model_dir), chat_format=chat_format, seed=seed)
             result = run_bench(
                 lm,
                 b.data_dir,

@@ -37,7 +37,7 @@ import yaml
 
 from doit.data import abilities as ab
 from doit.grid.spec import Axis, Base, Grid, GridError, parse_grid
-from doit.io import OutputKind, check_output, inside, read_json, write_json
+from doit.io import OutputKind, check_output, inside, read_json, read_yaml, write_json
 from doit.train import rundir
 
 PLAN = "plan.json"
@@ -118,7 +118,7 @@ def digest(obj) -> str:
 
 
 def _yaml(path) -> dict:
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    return read_yaml(path) or {}
 
 
 def base_identity(base: Base) -> dict:
@@ -488,6 +488,12 @@ def write_plan(
     study = Path(study)
     with tempfile.TemporaryDirectory(prefix="doit-plan-") as tmp:  # random mixes, until checked
         cells = expand(grid, tmp)
+        if not cells:
+            empty = [k for k, v in _flat(grid.raw).items() if v == []]
+            raise PlanError(
+                f"{grid.path}: the grid plans no cells"
+                + (f" (empty: {', '.join(empty)})" if empty else "")
+            )
         check_plan(grid, cells)
     old = read_plan(study) if (study / PLAN).is_file() else None
     if old is not None and old.grid.raw != grid.raw and not replan:
@@ -513,9 +519,66 @@ def write_plan(
         write_json(folder / "cell.json", cell.to_dict())
     write_json(
         study / PLAN,
-        {"grid": grid.raw, "grid_path": str(grid.path), "cells": [c.to_dict() for c in cells]},
+        {
+            "grid": grid.raw,
+            "grid_path": str(grid.path),
+            "cells": [c.to_dict() for c in cells],
+            "planned_from": planned_from(grid, study, cells),
+        },
     )
     return cells, retired
+
+
+def _flat(mapping: dict, prefix: str = "") -> dict:
+    """{dotted key: value} of a nested mapping."""
+    out = {}
+    for k, v in mapping.items():
+        out |= _flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
+    return out
+
+
+def planned_from(grid: Grid, study: Path, cells: list[Cell]) -> dict:
+    """What a plan was made from, as hashes: the corpus's record files (`data_hash`) and
+    each fine-tuning cell's sft.yaml; `check_unchanged` compares them before a run."""
+    from doit.data.manifest import data_hash
+    from doit.io import sha256_file
+
+    return {
+        "doit_dir": None if grid.pretraining_only else data_hash(grid.doit_dir),
+        "sft_yaml": {
+            c.id: sha256_file(study / CELLS / c.id / "sft.yaml") for c in cells if c.kind == "sft"
+        },
+    }
+
+
+def check_unchanged(study) -> None:
+    """Refuse to run a study whose corpus or a cell's sft.yaml changed since it was planned
+    (its cells would train under ids that no longer say what they train); plan.json files
+    written before plans recorded this are not checked."""
+    from doit.data.manifest import data_hash
+    from doit.io import sha256_file
+
+    study = Path(study)
+    recorded = read_json(study / PLAN).get("planned_from")
+    if not isinstance(recorded, dict):
+        return
+    plan, changed = read_plan(study), []
+    corpus = plan.grid.doit_dir
+    if recorded.get("doit_dir"):
+        if not Path(corpus).is_dir():
+            changed.append(f"the corpus {corpus} (not found)")
+        elif data_hash(corpus) != recorded["doit_dir"]:
+            changed.append(f"the corpus {corpus}")
+    for cell_id, sha in sorted(recorded.get("sft_yaml", {}).items()):
+        path = inside(study / CELLS, study / CELLS / cell_id) / "sft.yaml"
+        if not path.is_file() or sha256_file(path) != sha:
+            changed.append(str(path))
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        raise PlanError(
+            f"{study}: changed since it was planned: {', '.join(changed[:3])}{more}; plan "
+            f"it again to accept (python -m doit.grid plan {plan.grid.path} --out {study})"
+        )
 
 
 def retire(study: Path, cell_id: str) -> None:

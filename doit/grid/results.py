@@ -137,8 +137,23 @@ def _read_table(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
     if path.suffix == ".csv":
-        return pd.read_csv(path, keep_default_na=True)
+        return read_csv(path)
     raise ResultsError(f"{path}: a results table is a .csv or .parquet file")
+
+
+def read_csv(path) -> pd.DataFrame:
+    """A CSV table; an empty file or one that is not UTF-8 is a ResultsError naming it."""
+    try:
+        return pd.read_csv(path, keep_default_na=True, encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise ResultsError(f"{path}: empty file (not even a header row)") from None
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except pd.errors.ParserError as e:
+        raise ResultsError(f"{path}: not a CSV table: {e}") from None
+
+
+COUNTS = ("params", "n_per_ability", "n_total", "step", "n_items", "n_own", "n_no_output")
 
 
 def _validate(df: pd.DataFrame, source: str, per_item: bool) -> pd.DataFrame:
@@ -175,6 +190,11 @@ def _check_values(df: pd.DataFrame, source: str) -> None:
             raise ResultsError(
                 f"{source}: {col}: {df.loc[bad, col].iloc[0]!r} is not one of {', '.join(values)}"
             )
+    for col in COUNTS:
+        negative = df[col].notna() & (df[col] < 0)
+        if negative.any():
+            i = int(negative.to_numpy().nonzero()[0][0])
+            raise ResultsError(f"{source}: {col}: {df[col].iloc[i]} (row {i + 1}) is negative")
     for col in ("score", "chance"):
         out = df[col].notna() & ((df[col] < 0) | (df[col] > 100))
         if out.any():

@@ -184,6 +184,9 @@ def run_study(
     (results.csv with scored cells, pretraining.csv with pretraining cells).
     ``threads`` defaults to the CPU cores shared out among the ``max_parallel`` local workers
     (two workers left at torch's default on 2 cores oversubscribe them)."""
+    from doit.grid.plan import check_unchanged
+
+    check_unchanged(study)
     if threads is None and backend == "local" and max_parallel > 1:
         threads = max(1, (os.cpu_count() or 1) // max_parallel)
     waves = todo(study, pattern, retry_failed)

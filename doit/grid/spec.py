@@ -19,9 +19,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from doit.data import abilities as ab
+from doit.io import YamlError, parse_yaml, read_yaml
 
 LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
 KEEP = ("all", "scored", "best", "last")
@@ -266,9 +265,11 @@ def load_grid(path, overrides: dict | None = None) -> Grid:
     """The grid file at ``path``; ``overrides``: top-level keys set over the file's (``--set``)."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
+        raw = read_yaml(path)
+    except OSError as e:
         raise GridError(f"{path}: {e}") from None
+    except YamlError as e:
+        raise GridError(str(e)) from None
     if overrides:
         raw = {**_Check(path).mapping("", raw), **overrides}
     return parse_grid(raw, path)
@@ -545,7 +546,7 @@ def parse_sets(pairs: list[str]) -> dict:
                 f"--set {pair!r}: expected KEY=VALUE (VALUE in YAML, e.g. pretrain_seed=[0,1,2])"
             )
         try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError as e:
-            raise GridError(f"--set {key}: {e}") from None
+            out[key.strip()] = parse_yaml(value, f"--set {key}")
+        except YamlError as e:
+            raise GridError(str(e)) from None
     return out

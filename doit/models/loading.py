@@ -34,6 +34,24 @@ def check_local(path) -> None:
         raise FileNotFoundError(f"{path}: no config.json (not a model directory)")
 
 
+def custom_code(path) -> str | None:
+    """What custom code the model directory ``path``'s config.json asks for (its ``auto_map``
+    entries), when its ``model_type`` is one neither transformers nor doit.models knows (a
+    known type with an ``auto_map`` loads with the library's classes); else None."""
+    import json
+
+    from transformers import CONFIG_MAPPING  # doit's architectures: registered by doit.models
+
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    auto_map = config.get("auto_map") if isinstance(config, dict) else None
+    if not auto_map or config.get("model_type") in CONFIG_MAPPING:
+        return None
+    return ", ".join(f"{k}: {v}" for k, v in dict(auto_map).items())
+
+
 def load_tokenizer(path, chat_format: str | None = None, **kwargs):
     """The tokenizer of ``path``, prepared for ``chat_format`` (``doit`` or ``native``);
     ``kwargs`` go to ``AutoTokenizer.from_pretrained``."""

@@ -16,11 +16,10 @@ import difflib
 import json
 import os
 import re
-from pathlib import Path
 
-import yaml
 from trl import TrlParser
 
+from doit.io import YamlError, read_yaml
 from doit.train.errors import ConfigError
 
 
@@ -29,9 +28,11 @@ def yaml_flags(path: str) -> tuple[list[str], dict]:
     keys whose value no flag can say (null, an empty list) as defaults. Its ``env`` mapping is
     set in the environment, as TRL does."""
     try:
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
+        config = read_yaml(path)
+    except OSError as e:
         raise ConfigError("config", f"{path}: {e}") from None
+    except YamlError as e:
+        raise ConfigError("config", str(e)) from None
     if not isinstance(config, dict):
         raise ConfigError("config", f"{path}: expected a YAML mapping of keys to values")
     for key, value in (config.pop("env", None) or {}).items():

@@ -50,6 +50,7 @@ class LaunchKeys:
     gradient_accumulation_steps: int = 1
     dataset_kwargs: str | None = None
     output_dir: str | None = None
+    save_strategy: str | None = None  # read to tell whether the user set it (sft's default)
 
 
 def cpu_overrides(info: dict, keys: LaunchKeys) -> list[str]:

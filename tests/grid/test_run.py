@@ -97,12 +97,16 @@ def test_a_crash_at_each_fault_point_then_a_rerun_loses_and_repeats_nothing(
 
 def test_a_failing_cell_is_reported_and_the_others_finish(tmp_path, tiny_base):
     study = planned(tmp_path, tiny_base, "study", data={"per_ability": [1], "synthetic": [1]})
-    (sft,) = study.glob("cells/tiny-syn00001-s0-*/sft.yaml")  # plan refuses a draw beyond
-    sft.write_text(sft.read_text().replace("synthetic: 1", "synthetic: 999"))  # the pool: later
+    # a cell that fails at run time (plan refuses a bad recipe, run a sft.yaml edited since):
+    # its run folder holds a checkpoint no run_info.json says which run wrote
+    (cell,) = study.glob("cells/tiny-syn00001-s0-*")
+    (cell / "run" / "checkpoint-2").mkdir(parents=True)
+    (cell / "run" / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    (cell / "run" / "checkpoint-2" / "optimizer.pt").write_text("")
     run = grid_cli("run", str(study), check=False)
     assert run.returncode == 1 and "1 failed" in run.stdout
     status = grid_cli("status", str(study)).stdout
-    assert "failed   tiny-syn00001-s0" in status and "exceeds" in status
+    assert "failed   tiny-syn00001-s0" in status and "run_info.json" in status
     assert "2 done" in status
     assert len(read_results(study)["cell"].unique()) == 2
 

@@ -79,6 +79,11 @@ def make(source, options: Options) -> Result:
             f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)} or all"
         )
     ev = gather(source, options)
+    if not ev.weights.sum() > 0:
+        raise CurriculumError(
+            "--weights: every weight is 0: the macro they weight is undefined; "
+            "give an ability a weight > 0"
+        )
     asked = ["uniform", *(p for p in POLICIES if p in options.policies and p != "uniform")]
     allocations = {p: policies.POLICY[p](ev) for p in asked}
     table = predictions(ev, allocations)

@@ -226,6 +226,11 @@ def _pools(source: str, options: Options, abilities) -> dict[str, int]:
     if options.pools is not None:
         return {k: int(options.pools.get(k, 0)) for k in abilities}
     data = options.data or _grid_corpus(source)
+    if data is not None and not options.data and not Path(data).is_dir():
+        raise CurriculumError(
+            f"the grid's doit_dir {data} (in {Path(source) / 'plan.json'}) was not found from "
+            f"{Path.cwd()}: run from where the study was planned, or give --data DOIT_DIR"
+        )
     if data is None:
         raise CurriculumError(
             "no pools: give --data DOIT_DIR (the corpus the mix draws from) or "
@@ -242,13 +247,12 @@ def _pools(source: str, options: Options, abilities) -> dict[str, int]:
 
 
 def _grid_corpus(source: str) -> str | None:
-    """The corpus of the grid a study folder was planned from, when it is there."""
+    """The corpus of the grid a study folder was planned from (as the grid wrote it)."""
     from doit.grid.plan import PLAN, read_plan
 
     if not (Path(source) / PLAN).is_file():
         return None
-    corpus = read_plan(source).grid.doit_dir
-    return corpus if Path(corpus).is_dir() else None
+    return read_plan(source).grid.doit_dir
 
 
 def tokens_per_item(table: pd.DataFrame, abilities) -> dict[str, float]:

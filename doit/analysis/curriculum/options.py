@@ -56,7 +56,7 @@ def parse_pairs(text: str | None, flag: str, kind=int) -> dict:
             number = kind(value)
         except ValueError as e:
             raise CurriculumError(f"{flag} {part!r}: expected ability=number ({e})") from None
-        if not sep or number < 0:
+        if not sep or not number >= 0:  # NaN too
             raise CurriculumError(f"{flag} {part!r}: expected ability=number >= 0")
         out[name] = number
     return out

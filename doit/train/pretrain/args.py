@@ -92,6 +92,8 @@ def parse_args(argv: list[str] | None = None) -> PretrainRecipeArgs:
         raise ConfigError("config", str(e)) from None
     launch.check_world_size(training_args, deepspeed=bool(keys.deepspeed))
     check_training_args(training_args)
+    if args.block_size < 1:
+        raise ConfigError("block_size", f"expected an integer >= 1, got {args.block_size}")
     try:  # a bad architecture fails here, before any data is read
         model_config(args)
     except Exception as e:  # the config's strict validation wraps the ValueError it raises
@@ -126,7 +128,21 @@ def resolve_paths(args: PretrainArguments) -> dict[str, Path]:
                 KEYS[key] if value is not None else "micro_dir",
                 f"{paths[key]} does not exist{hint}",
             )
+        if key != "tokenizer" and paths[key].is_file() and not _has_text(paths[key]):
+            raise ConfigError(
+                KEYS[key] if value is not None else "micro_dir",
+                f"{paths[key]} is empty: no text to train or evaluate on",
+            )
     return paths
+
+
+def _has_text(path: Path) -> bool:
+    """Whether ``path`` holds anything but white space (read in chunks: it may be large)."""
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            if chunk.strip():
+                return True
+    return False
 
 
 def check_training_args(training_args) -> None:

@@ -10,8 +10,8 @@ conversations with assistant-only labels), `model` (the base and its tokenizer, 
 `main` is the command (`recipes/sft.py` and `doit sft` call it). ``run`` may be called many
 times in one process (the study runner trains many micro cells so): each call resets
 accelerate's state, adds no log handler twice and restores ``os.environ`` on return. The run
-directory's layout is `doit.train.rundir`'s; a finished run (DONE) is read back, never redone;
-a killed one resumes from its last checkpoint only if that checkpoint is of the same run
+directory's layout is `doit.train.rundir`'s; a finished run (DONE) is read back, never redone, if
+it is the same run (`check_finished`); a killed one resumes from its last checkpoint only if that checkpoint is of the same run
 (`check_resume`, before anything is written there).
 """
 
@@ -66,6 +66,7 @@ def _run(args) -> RunResult:
     setup_logging(main)
     check_output_dir(args)  # before a finished run is read back: DONE may be another's
     if rundir.is_done(out):
+        check_finished(args)  # a finished run is read back only if it is this run
         log.info("%s is finished (DONE); delete DONE to train again", out)
         if main:
             rundir.strip_all(out)  # in case the finished run was killed before it could
@@ -134,7 +135,6 @@ def check_resume(args, train_sha: str | None = None) -> None:
     made before the data is drawn) the epochs are not compared: `resolve_schedule` may raise
     them (``min_steps``) before run_info.json records them."""
     from doit.train.errors import ConfigError
-    from doit.train.sft.args import resume_identity
 
     out = Path(args.training.output_dir)
     ckpt = rundir.resumable(out)
@@ -146,13 +146,7 @@ def check_resume(args, train_sha: str | None = None) -> None:
             f"{out} holds {ckpt.name} but no {rundir.RUN_INFO}, so "
             "which run wrote it is unknown; give another output_dir",
         )
-    info = rundir.read_run_info(out)
-    old, new = resume_identity(info.get("config", {})), resume_identity(args.to_dict())
-    keys = (old.keys() & new.keys()) - (set() if train_sha else {"num_train_epochs"})
-    differ = sorted(k for k in keys if old[k] != new[k])
-    recorded = info.get("data", {}).get("train_items_sha256")
-    if train_sha and recorded and recorded != train_sha:
-        differ.append("the training data (train_items_sha256)")
+    differ = identity_differences(rundir.read_run_info(out), args, train_sha)
     if differ:
         raise ConfigError(
             "output_dir",
@@ -160,6 +154,58 @@ def check_resume(args, train_sha: str | None = None) -> None:
             f"{', '.join(differ)}); give another output_dir, or delete it to "
             "start over",
         )
+
+
+def check_finished(args) -> None:
+    """Refuse to read back a finished run (DONE) that another config or other data made: the
+    same comparison as `check_resume`, the schedule resolved over the run's recorded number
+    of training sequences and the training items drawn (not tokenised) for their hash."""
+    from doit.train.errors import ConfigError
+    from doit.train.sft.args import resolve_schedule
+    from doit.train.sft.data import items_sha256, train_items
+
+    out = Path(args.training.output_dir)
+    if not (out / rundir.RUN_INFO).is_file():
+        raise ConfigError(
+            "output_dir",
+            f"{out} is finished (DONE) but holds no {rundir.RUN_INFO}, so which run "
+            "wrote it is unknown; give another output_dir",
+        )
+    info = rundir.read_run_info(out)
+    sequences = info.get("schedule", {}).get("train_sequences")
+    if sequences:
+        resolve_schedule(args, sequences)
+    differ = identity_differences(info, args, None, epochs=True)  # before the draw: it may fail
+    differ = differ or identity_differences(info, args, items_sha256(train_items(args.data)))
+    if differ:
+        raise ConfigError(
+            "output_dir",
+            f"{out} holds a finished run of another config (differs in: "
+            f"{', '.join(differ)}); give another output_dir, or delete it to train again",
+        )
+
+
+def identity_differences(
+    info: dict, args, train_sha: str | None, epochs: bool | None = None
+) -> list[str]:
+    """The `resume_identity` keys in which ``args`` differ from the run ``info``
+    (run_info.json) records, the formulation's default (letter) filled in on both sides;
+    with ``train_sha``, also the training items' hash when no key explains a change of it.
+    The epochs are compared when ``epochs`` says so, by default with ``train_sha`` only
+    (`check_resume` says why)."""
+    from doit.data import abilities as ab
+    from doit.train.sft.args import resume_identity
+
+    old, new = resume_identity(info.get("config", {})), resume_identity(args.to_dict())
+    for identity in (old, new):
+        identity.setdefault("formulation", ab.LETTER)
+    epochs = bool(train_sha) if epochs is None else epochs
+    keys = (old.keys() & new.keys()) - (set() if epochs else {"num_train_epochs"})
+    differ = sorted(k for k in keys if old[k] != new[k])
+    recorded = info.get("data", {}).get("train_items_sha256")
+    if train_sha and recorded and recorded != train_sha and not differ:
+        differ.append("the training data (train_items_sha256)")
+    return differ
 
 
 def write_run_info(args, schedule: dict, data_info: dict) -> dict:
@@ -228,4 +274,4 @@ def setup_logging(is_main: bool) -> None:
     transformers.logging.set_verbosity_warning()
 
 
-__all__ = ["check_output_dir", "check_resume", "main", "parse_args", "run"]
+__all__ = ["check_finished", "check_output_dir", "check_resume", "main", "parse_args", "run"]

@@ -254,6 +254,8 @@ def derived_overrides(run: DoitTrainArguments, peek: launch.LaunchKeys, info: di
             "dataset_kwargs", "must be unset: doit.train.sft.data tokenises, TRL only collates"
         )
     out = ["--dataset_kwargs", json.dumps({"skip_prepare_dataset": True})]
+    if peek.save_strategy is None:  # TRL's default (steps) is not the recipe's: one per epoch
+        out += ["--save_strategy", SAVE_STRATEGIES[0]]
     if run.global_batch_size is not None:
         ga = accumulation_steps(
             run.global_batch_size, peek.per_device_train_batch_size, info["world_size"]
@@ -359,6 +361,10 @@ def validate_training(a: RecipeArgs) -> None:
         raise ConfigError("max_steps", "schedule: epochs needs max_steps -1 (or schedule: steps)")
     if a.run.schedule == "steps" and t.max_steps <= 0:
         raise ConfigError("max_steps", "schedule: steps needs max_steps > 0")
+    if a.run.schedule == "epochs" and not t.num_train_epochs > 0:
+        raise ConfigError("num_train_epochs", f"expected a number > 0, got {t.num_train_epochs}")
+    if not (math.isfinite(t.learning_rate) and t.learning_rate > 0):
+        raise ConfigError("learning_rate", f"expected a number > 0, got {t.learning_rate}")
     _choice("save_strategy", str(t.save_strategy.value), SAVE_STRATEGIES)
     _choice("eval_strategy", str(t.eval_strategy.value), EVAL_STRATEGIES)
     if t.packing:
@@ -500,7 +506,7 @@ def training_identity(cfg: dict) -> dict:
     if cfg.get("global_batch_size"):
         out.pop("per_device_train_batch_size", None)
     if cfg.get("mix"):
-        import yaml
+        from doit.io import read_yaml
 
-        out["mix_content"] = yaml.safe_load(Path(cfg["mix"]).read_text(encoding="utf-8")) or {}
+        out["mix_content"] = read_yaml(cfg["mix"]) or {}
     return out

@@ -85,7 +85,16 @@ def draw_spec(d):
 def train_items(d) -> list[dict]:
     """The training items named by a `DoitDataArguments`, drawn by doit.data, in its
     formulation."""
-    return [ab.formulate(it, d.formulation) for it in _drawn(d)]
+    return formulated(_drawn(d), d.formulation)
+
+
+def formulated(items: list[dict], formulation: str) -> list[dict]:
+    """``items`` in ``formulation`` (`doit.data.abilities.formulate`); an item it cannot ask
+    so is a ConfigError on ``formulation`` naming the item's file and line."""
+    try:
+        return [ab.formulate(it, formulation) for it in items]
+    except ValueError as e:
+        raise ConfigError("formulation", str(e)) from None
 
 
 def _drawn(d) -> list[dict]:
@@ -120,9 +129,7 @@ def check_draw(d, sizes) -> None:
 
 
 def valid_items(d) -> list[dict]:
-    return [
-        ab.formulate(it, d.formulation) for it in load_items(source_root(d), "valid", ood=False)
-    ]
+    return formulated(load_items(source_root(d), "valid", ood=False), d.formulation)
 
 
 def items_sha256(items: list[dict]) -> str:

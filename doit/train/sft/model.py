@@ -23,6 +23,7 @@ def load_base_tokenizer(args):
     """The base's tokenizer, prepared for ``args.run.chat_format`` (first checks the base dir)."""
     from doit.models import check_local
     from doit.models import load_tokenizer as load
+    from doit.models.loading import custom_code
     from doit.train.errors import ConfigError
 
     m = args.model
@@ -30,6 +31,13 @@ def load_base_tokenizer(args):
         check_local(m.model_name_or_path)
     except FileNotFoundError as e:
         raise ConfigError("model_name_or_path", str(e)) from None
+    code = custom_code(m.model_name_or_path)
+    if code and not args.training.trust_remote_code:
+        raise ConfigError(
+            "model_name_or_path",
+            f"{m.model_name_or_path}/config.json asks for the base's own code ({code}), "
+            "which doit does not run unless trust_remote_code: true",
+        )
     return load(
         m.model_name_or_path,
         args.run.chat_format,
