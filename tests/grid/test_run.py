@@ -14,9 +14,10 @@ from doit.grid.results import TIMING
 from doit.grid.runner import run_study
 from doit.grid.spec import load_grid
 from doit.io import read_jsonl
+from tests.conftest import POOLS
 from tests.grid.conftest import grid_cli, grid_dict, write_grid
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, POOLS]
 
 
 def planned(tmp_path, base, name: str, **keys):
