@@ -35,11 +35,13 @@ check-cxx:
 demo: $(VENV)/.installed check-cxx
 	$(PY) recipes/demo.py --data $(DEMO_DIR) --grid $(DEMO_GRID) --study $(DEMO_STUDY)
 
+# The tests on two xdist workers, one torch thread each; the tests that start processes of their
+# own (worker pools, two ranks, the demo) share one worker group (tests/conftest.py, POOLS).
 test: $(VENV)/.installed check-cxx
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
 
 test-fast: $(VENV)/.installed check-cxx
-	$(PY) -m pytest -q -m "not slow" --durations=10
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow" --durations=10
 
 # Pretrain the micro base ladder (vanilla/resformer/svformer x sizes xs, s, l: the grid
 # recipes/grids/ladder.yaml, seeds SEEDS, bases in LADDER_DIR/<arch>_<size>/seed<k>) and compare them.

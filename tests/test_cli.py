@@ -60,7 +60,8 @@ def test_every_subcommand_in_the_readme_answers_help(command, capsys):
 
 @pytest.mark.slow
 def test_readme_micro_path_through_the_console_script(tmp_path):
-    """The README's quick path, shortened only in training length."""
+    """The README's quick path, shortened only in training length (two pretraining steps, one
+    item per ability)."""
     assert DOIT.is_file(), f"{DOIT} is missing: `pip install -e .` installs the console script"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DOIT_CACHE": str(tmp_path / "cache")}
 
@@ -87,9 +88,9 @@ def test_readme_micro_path_through_the_console_script(tmp_path):
         "--output_dir",
         base,
         "--max_steps",
-        20,
+        2,
         "--eval_steps",
-        20,
+        2,
     )
     doit(
         "sft",
@@ -100,7 +101,7 @@ def test_readme_micro_path_through_the_console_script(tmp_path):
         "--doit_dir",
         micro,
         "--per_ability",
-        4,
+        1,
         "--num_train_epochs",
         1,
         "--output_dir",

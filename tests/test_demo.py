@@ -19,10 +19,11 @@ import pytest
 
 from doit.data import abilities as ab
 from doit.data.manifest import write_manifest
+from tests.conftest import POOLS
 from tests.grid.conftest import write_grid
 from tests.tiny import REPO, TINY_PRETRAIN
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, POOLS]  # the demo runs two cells at once
 
 EVAL_ITEMS, POOL_ITEMS, TEXT_LINES = 6, 24, 300
 

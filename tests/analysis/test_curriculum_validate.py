@@ -17,18 +17,17 @@ from doit.grid.plan import expand, write_plan
 from doit.grid.results import frame, write_shard
 from doit.grid.spec import load_grid
 from doit.testing import tiny_grid, write_grid
-from tests.tiny import FIXTURE, REPO, make_base
+from tests.tiny import FIXTURE, REPO
 
 MICRO = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
 BUDGET = 12  # the fixture corpus holds 16 train items
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
+def study(tmp_path_factory, tiny_base):
     """A planned tiny study (the fixture corpus, a random base) whose results are planted: ten
     abilities over n = 1, 2, 3 on the base `tiny`."""
     tmp = tmp_path_factory.mktemp("validate")
-    base = make_base(tmp / "base")
     sft = {
         "config": str(MICRO),
         "overrides": {
@@ -38,7 +37,9 @@ def study(tmp_path_factory):
             "disable_tqdm": True,
         },
     }
-    raw = tiny_grid(base, FIXTURE, MICRO, sft=sft, eval_epochs="last", data={"per_ability": [1]})
+    raw = tiny_grid(
+        tiny_base, FIXTURE, MICRO, sft=sft, eval_epochs="last", data={"per_ability": [1]}
+    )
     folder = tmp / "study"
     write_plan(load_grid(write_grid(tmp / "grid.yaml", raw)), folder)
     curves = {

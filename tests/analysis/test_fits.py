@@ -122,11 +122,15 @@ def test_cis_shrink_as_items_grow():
     assert widths[1][0] < 0.6 * widths[0][0] and widths[1][1] < 0.6 * widths[0][1]
 
 
+STUDIES = 50  # 95% CIs: 45-49 of 50 cover (40 expected of 80% intervals, 50 of 99.9%)
+
+
 @pytest.mark.slow
-def test_sensitivity_cis_cover_the_truth_in_89_to_99_percent_of_100_studies():
-    """One ability, 2 bases, 6 n, 300 items per cell, 200 replicates per study."""
+def test_sensitivity_cis_cover_the_truth_in_89_to_99_percent_of_the_studies():
+    """STUDIES planted studies: one ability, 2 bases, 6 n, 300 items per cell, 200 replicates
+    each; a 95% CI must cover the truth in 89-99% of them."""
     hits = {"data_sensitivity": 0, "size_sensitivity": 0}
-    for i in range(100):
+    for i in range(STUDIES):
         table, items, truth = planted_study(
             {"biology": Curve()}, n_items=300, rng=i, epochs=(10.0,)
         )
@@ -134,5 +138,5 @@ def test_sensitivity_cis_cover_the_truth_in_89_to_99_percent_of_100_studies():
         sens, _ = sensitivities(fit_grid(counts))
         for col in hits:
             hits[col] += sens[f"{col}_lo"][0] <= truth[col][0] <= sens[f"{col}_hi"][0]
-    assert 89 <= hits["data_sensitivity"] <= 99, hits
-    assert 89 <= hits["size_sensitivity"] <= 99, hits
+    for col in hits:
+        assert 0.89 * STUDIES <= hits[col] <= 0.99 * STUDIES, hits

@@ -121,10 +121,8 @@ def test_a_prediction_in_another_formulation_is_an_error_naming_its_line():
 
 
 @pytest.mark.slow
-def test_predict_records_the_formulation_and_score_reads_it_back(tmp_path):
-    from tests.tiny import make_base
-
-    base = make_base(tmp_path / "base")
+def test_predict_records_the_formulation_and_score_reads_it_back(tmp_path, tiny_base):
+    base = tiny_base
     out = tmp_path / "pred.jsonl"
     common = ["--data", str(FIXTURE), "--split", "test", "--abilities", "biology,history,ethics"]
     assert (

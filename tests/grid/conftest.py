@@ -1,4 +1,5 @@
-"""A tiny study: a random 2-layer base, the fixture DoIT download, a grid written per test."""
+"""A tiny study: the session's random 2-layer base (``tiny_base``, tests/conftest.py), the
+fixture DoIT download, a grid written per test."""
 
 from __future__ import annotations
 
@@ -10,14 +11,9 @@ from pathlib import Path
 import pytest
 
 from doit.testing import tiny_grid, write_grid  # noqa: F401 -- write_grid: for the grid tests
-from tests.tiny import FIXTURE, REPO, make_base
+from tests.tiny import FIXTURE, REPO
 
 MICRO = REPO / "recipes" / "configs" / "sft" / "micro" / "full.yaml"
-
-
-@pytest.fixture(scope="session")
-def tiny_base(tmp_path_factory) -> Path:
-    return make_base(tmp_path_factory.mktemp("grid_base") / "tiny")
 
 
 @pytest.fixture(autouse=True)

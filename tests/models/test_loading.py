@@ -4,12 +4,11 @@ import pytest
 
 from doit.models import check_local, load
 from doit.models.chat import SPEAKER_TOKENS
-from tests.tiny import make_base
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    return make_base(tmp_path_factory.mktemp("base") / "llama")
+def base(tiny_base):
+    return tiny_base
 
 
 def test_a_missing_or_non_model_directory_says_doit_never_downloads(tmp_path):

@@ -19,8 +19,9 @@ PY = [sys.executable]
 
 
 @pytest.fixture(scope="session")
-def base(tmp_path_factory) -> Path:
-    return make_base(tmp_path_factory.mktemp("base") / "llama")
+def base(tiny_base) -> Path:
+    """The session's tiny Llama base (tests/conftest.py), under the recipe tests' name."""
+    return tiny_base
 
 
 @pytest.fixture(scope="session")

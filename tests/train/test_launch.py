@@ -12,10 +12,11 @@ from transformers import AutoModelForCausalLM
 
 from doit.train.launch import SHM_DIR, SHM_PREFIX, free_port
 from doit.train.optim import no_decay_parameter_names
+from tests.conftest import POOLS
 from tests.tiny import REPO
 from tests.train.conftest import BIN, PY, RECIPE, env_for, recipe_args, run_recipe, train_logs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, POOLS]
 ZERO2 = REPO / "recipes" / "deepspeed" / "zero2.json"
 ZERO3 = REPO / "recipes" / "deepspeed" / "zero3.json"
 

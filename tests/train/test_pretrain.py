@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from doit.train.errors import ConfigError
+from tests.conftest import POOLS
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"
@@ -359,6 +360,7 @@ def _shm_buffers(port: int) -> list[Path]:
 
 
 @pytest.mark.slow
+@POOLS
 def test_deepspeed_zero3_two_cpu_ranks(tiny_corpus, tmp_path):
     import doit.models  # noqa: F401
     from doit.train.launch import free_port

@@ -72,9 +72,17 @@ def memorise_args(base, pool, out):
     return recipe_args(base, out, **keys)
 
 
-def test_memorisation_loss_halves_and_lr_decays_to_lr_end(base, memorise_pool, tmp_path, cache_dir):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def memorised(base, memorise_pool, tmp_path_factory, cache_dir):
+    """The 60-step memorisation run, trained once: checked on its own, and the uninterrupted
+    reference the killed-and-rerun run must reproduce."""
+    out = tmp_path_factory.mktemp("memorised") / "run"
     run_recipe(PY, memorise_args(base, memorise_pool, out), cache_dir)
+    return out
+
+
+def test_memorisation_loss_halves_and_lr_decays_to_lr_end(memorised):
+    out = memorised
     logs = train_logs(out)
     assert (
         len(logs) == 60
@@ -108,9 +116,8 @@ def kill_after_step(cmd, out, step, cache, timeout=240):
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
 
 
-def test_kill_and_rerun_resumes_exactly(base, memorise_pool, tmp_path, cache_dir):
-    reference, out = tmp_path / "reference", tmp_path / "run"
-    run_recipe(PY, memorise_args(base, memorise_pool, reference), cache_dir)
+def test_kill_and_rerun_resumes_exactly(base, memorise_pool, memorised, tmp_path, cache_dir):
+    reference, out = memorised, tmp_path / "run"
     cmd = [*PY, str(RECIPE), *memorise_args(base, memorise_pool, out)]
     kill_after_step(cmd, out, 9, cache_dir)
     assert not (out / "DONE").exists()

@@ -126,7 +126,9 @@ def test_a_built_practice_corpus_never_quizzes_a_held_out_fact(
     f = next(f for f in held if (f.group, f.attr) == ("dynasty", "capital"))  # a leak is caught
     assert states(f"问：{f.subject}的都城是哪座城？答：{f.value}。", f)
     assert states(HISTORY_TF[f.attr].format(name=f.subject, v=f.value) + " 答案：对", f)
-    leaks = [(f, q) for q in quizzes for f in held if states(q, f)]
+    # every way ``states`` gives a fact away puts its subject in the quiz line (the question,
+    # the gold or the statement), so only those pairs are checked: the same leaks, 70x faster
+    leaks = [(f, q) for q in quizzes for f in held if f.subject in q and states(q, f)]
     assert not leaks, leaks[:3]
     text = "\n".join(lines)
     for ability in ("biology", "history", "chinese"):
