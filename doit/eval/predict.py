@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,8 @@ RANKED_SCORING = (
     "and after an empty question (choice_uncond), the span's tokens (choice_tokens), the text's "
     "characters (choice_chars) and the span's perplexity (choice_ppl); the prompt is never cut"
 )
+ATTENTION_WITH_4D_MASKS = ("eager", "sdpa")  # attention implementations ranking can pack for
+SCORING_PATHS = ("shared", "full")  # ranking: the prompt once per item, or once per text
 RANK_BATCH = 4  # ranked sequences a forward pass, per item of the generation batch: one turn each
 EMPTY_QUESTION = {
     "messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
@@ -190,8 +193,19 @@ def generate_within(
 
 @torch.inference_mode()
 def span_logprobs(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
-    """Summed log-probability of the span ``ids[start:]`` of each (ids, start), one
-    right-padded forward pass."""
+    """Summed log-probability of the span ``ids[start:]`` of each (ids, start), one forward
+    pass, the output layer applied at the span's positions only (``group_logprobs``)."""
+    groups = [(ids[:start], [ids[start:]]) for ids, start in sequences]
+    return [sums[0] for sums in group_logprobs(model, groups, pad_id)]
+
+
+@torch.inference_mode()
+def span_logprobs_full_logits(
+    model, sequences: list[tuple[list[int], int]], pad_id: int
+) -> list[float]:
+    """``span_logprobs`` as it was before shared prefixes: one right-padded row per sequence
+    and the model's logits over every position of the batch (the full path's scorer, kept for
+    ``predict_items(path="full")``: the parity test and ``bench/eval_throughput.py``)."""
     width = max(len(s) for s, _ in sequences)
     ids = torch.tensor([s + [pad_id] * (width - len(s)) for s, _ in sequences], device=model.device)
     mask = torch.tensor(
@@ -205,10 +219,107 @@ def span_logprobs(model, sequences: list[tuple[list[int], int]], pad_id: int) ->
     return out
 
 
-def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
-    """Perplexity of the answer span of each (token ids, answer start) pair, one forward."""
-    sums = span_logprobs(model, sequences, pad_id)
-    return [math.exp(-s / (len(seq) - start)) for s, (seq, start) in zip(sums, sequences)]
+def decoder_and_head(model) -> tuple[Any, Any]:
+    """(the base model that gives hidden states, the output layer): ranking applies the head
+    itself, at the scored positions only, so a model whose logits are more than
+    ``head(hidden)`` (a soft-cap, a scale) or whose attention takes no 4D mask is refused."""
+    config = model.config
+    capped = getattr(config, "final_logit_softcapping", None) is not None
+    scaled = any(getattr(config, k, 1.0) != 1.0 for k in ("logit_scale", "logits_scaling"))
+    if capped or scaled:
+        raise ValueError(
+            f"ranking: model_type {getattr(config, 'model_type', '?')!r} soft-caps or scales "
+            "its logits, which span scoring (lm_head on hidden states) does not reproduce"
+        )
+    attn = getattr(config, "_attn_implementation", None)
+    if attn not in ATTENTION_WITH_4D_MASKS:
+        raise ValueError(
+            f"ranking packs a prompt's texts under a 4D attention mask: it needs "
+            f"attn_implementation {' or '.join(ATTENTION_WITH_4D_MASKS)}, got {attn!r}"
+        )
+    return model.get_decoder(), model.get_output_embeddings()
+
+
+@torch.inference_mode()
+def group_logprobs(
+    model, groups: list[tuple[list[int], list[list[int]]]], pad_id: int
+) -> list[list[float]]:
+    """Summed log-probability of each continuation of each (prefix, continuations) group, in
+    one forward pass: a group is one row, its prefix then every continuation, each
+    continuation at the positions it would have right after the prefix and seeing only the
+    prefix and itself (a 4D mask), so every token has exactly the context, positions and
+    first-layer values it has in its own full sequence. The decoder runs to hidden states;
+    the head and the log-softmax see the scored positions only."""
+    decoder, head = decoder_and_head(model)
+    batch = _pack(groups, pad_id, model.device, getattr(model, "dtype", torch.float32))
+    hidden = decoder(
+        input_ids=batch.ids,
+        attention_mask=batch.mask,
+        position_ids=batch.positions,
+        use_cache=False,
+    ).last_hidden_state
+    scored = hidden[batch.rows, batch.columns]  # (scored tokens, hidden): no vocab x length
+    logprobs = torch.log_softmax(head(scored).float(), dim=-1)
+    picked = logprobs.gather(-1, batch.targets[:, None]).squeeze(-1)
+    sums = torch.zeros(batch.n_texts, dtype=picked.dtype, device=picked.device)
+    flat = iter(sums.index_add_(0, batch.owners, picked).tolist())
+    return [[next(flat) for _ in conts] for _, conts in groups]
+
+
+@dataclass
+class _Packed:
+    ids: torch.Tensor  # (rows, width) token ids, right-padded
+    positions: torch.Tensor  # (rows, width) each token's position in its own full sequence
+    mask: torch.Tensor  # (rows, 1, width, width) additive: 0 where a query sees a key
+    rows: torch.Tensor  # (scored,) row of each scored position (the one predicting a target)
+    columns: torch.Tensor  # (scored,) its column
+    targets: torch.Tensor  # (scored,) the token it is scored on
+    owners: torch.Tensor  # (scored,) index of the continuation it belongs to, over the batch
+    n_texts: int
+
+
+def _pack(groups, pad_id: int, device, dtype) -> _Packed:
+    """One row per group: prefix (segment 0), then continuation k (segment k + 1) at positions
+    len(prefix) onwards; pads are segment -1. A query sees a key at or before it in segment 0
+    or its own segment."""
+    width = max(len(p) + sum(len(c) for c in conts) for p, conts in groups)
+    ids, positions, segments, rows, columns, targets = [], [], [], [], [], []
+    for row, (prefix, conts) in enumerate(groups):
+        seq, pos, seg = list(prefix), list(range(len(prefix))), [0] * len(prefix)
+        for k, cont in enumerate(conts):
+            at = len(seq)  # the continuation's first column; its first token is predicted
+            columns += [len(prefix) - 1] + list(range(at, at + len(cont) - 1))  # by the prefix
+            rows += [row] * len(cont)
+            targets += cont
+            seq += cont
+            pos += range(len(prefix), len(prefix) + len(cont))
+            seg += [k + 1] * len(cont)
+        pad = width - len(seq)
+        ids.append(seq + [pad_id] * pad)
+        positions.append(pos + [0] * pad)
+        segments.append(seg + [-1] * pad)
+    lengths = [len(c) for _, conts in groups for c in conts]
+    owners = [text for text, n in enumerate(lengths) for _ in range(n)]
+    seg = torch.tensor(segments, device=device)
+    causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
+    same = (seg[:, None, :] == 0) | (seg[:, None, :] == seg[:, :, None])
+    sees = causal & same & (seg[:, None, :] >= 0)
+    mask = torch.zeros(sees.shape, dtype=dtype, device=device)
+    mask = mask.masked_fill(~sees, torch.finfo(dtype).min)[:, None]
+
+    def tensor(values):
+        return torch.tensor(values, dtype=torch.long, device=device)
+
+    return _Packed(
+        tensor(ids),
+        tensor(positions),
+        mask,
+        tensor(rows),
+        tensor(columns),
+        tensor(targets),
+        tensor(owners),
+        sum(len(conts) for _, conts in groups),
+    )
 
 
 def choice_sequences(
@@ -217,6 +328,13 @@ def choice_sequences(
     """(token ids of instruction + text as the assistant's turn, with <eot>; where the text
     starts) for each text (default: the item's choices); None when one is longer than
     ``limit``: a prompt is never cut."""
+    return prompt_and_choice_sequences(tokenizer, item, limit, texts)[1]
+
+
+def prompt_and_choice_sequences(
+    tokenizer, item: dict, limit: int, texts: list[str] | None = None
+) -> tuple[list[int], list[tuple[list[int], int]] | None]:
+    """(the prompt's token ids, ``choice_sequences``)."""
     prompt = prompt_text(tokenizer, item)
     base = encode(tokenizer, prompt)
     texts = item["choices"] if texts is None else texts
@@ -226,10 +344,17 @@ def choice_sequences(
     seqs = []
     for ids in fulls:
         if len(ids) > limit:
-            return None
+            return base, None
         start = len(base) if ids[: len(base)] == base else len(encode(tokenizer, prompt.rstrip()))
         seqs.append((ids, max(1, start)))
-    return seqs
+    return base, seqs
+
+
+def shares_prompt(prompt: list[int], seqs: list[tuple[list[int], int]]) -> bool:
+    """Whether the prompt's tokens begin every text's full sequence, so the texts can be
+    scored as continuations of one pass over the prompt (a template may render the assistant's
+    turn so that they do not: then each text is scored in its own full sequence)."""
+    return bool(prompt) and all(ids[: len(prompt)] == prompt for ids, _ in seqs)
 
 
 _SLOT = "\x00doit-answer\x00"
@@ -260,8 +385,11 @@ def predict_items(
     items: list[dict],
     batch_size: int = 16,
     max_new_tokens: dict[str, int] | None = None,
+    *,
+    path: str = "shared",
 ) -> list[dict[str, Any]]:
-    """Predictions for ``items`` (any order in, sorted by (type, idx) out)."""
+    """Predictions for ``items`` (any order in, sorted by (type, idx) out); ``path``: how
+    ranked texts are scored (``_rank``; the default reads each prompt once)."""
     limits, context = budgets(max_new_tokens), max_length(model, tokenizer)
     preds, rows = {}, []
     for it in items:
@@ -278,7 +406,7 @@ def predict_items(
             continue
         rows.append((it, prompt, min(limits[it["answer_kind"]], room)))
     preds.update(_generate(model, tokenizer, rows, batch_size, limits))
-    preds.update(_rank(model, tokenizer, items, batch_size, context))
+    preds.update(_rank(model, tokenizer, items, batch_size, context, path))
     return [preds[k] for k in sorted(preds)]
 
 
@@ -305,25 +433,31 @@ def _generate(model, tokenizer, rows: list[tuple], batch_size: int, limits: dict
                 mc_rows.append((it, prompt))
             out[(it["type"], it["idx"])] = rec
     for chunk in batches(mc_rows, max(1, batch_size // 4)):
-        seqs = [(p + letters[x], len(p)) for it, p in chunk for x in it["options"]]
-        scores = iter(span_logprobs(model, seqs, tokenizer.pad_token_id))
-        for it, _ in chunk:
-            out[(it["type"], it["idx"])]["letter_logits"] = {x: next(scores) for x in it["options"]}
+        groups = [(p, [letters[x] for x in it["options"]]) for it, p in chunk]
+        for (it, _), sums in zip(chunk, group_logprobs(model, groups, tokenizer.pad_token_id)):
+            out[(it["type"], it["idx"])]["letter_logits"] = dict(zip(it["options"], sums))
     return out
 
 
-def _rank(model, tokenizer, items: list[dict], batch_size: int, context: int) -> dict:
+def _rank(
+    model, tokenizer, items: list[dict], batch_size: int, context: int, path: str = "shared"
+) -> dict:
     """Records of the ranked items: each of their kind's texts (gold first) scored after the
     prompt and after an empty question (once per distinct text), ``RANK_BATCH x batch_size``
-    sequences a forward pass, sorted by length; an item that does not fit the context whole
-    gets an error."""
-    out, rows, uncond = {}, [], {}
+    texts a forward pass, sorted by length; an item that does not fit the context whole gets
+    an error. ``path``: ``shared`` reads each prompt once and scores its texts as
+    continuations (``group_logprobs``; an item whose prompt does not begin its texts'
+    sequences is scored in full sequences and marked ``choice_full_sequences``); ``full``
+    runs one sequence per text with the whole logits (``span_logprobs_full_logits``)."""
+    if path not in SCORING_PATHS:
+        raise ValueError(f"ranking path {path!r}: expected one of {', '.join(SCORING_PATHS)}")
+    out, rows, uncond, empty_prompt = {}, [], {}, []
     for it in items:
         kind = ab.kind(it["answer_kind"])
         if kind.ranked is None:
             continue
         texts = kind.ranked(it)
-        seqs = choice_sequences(tokenizer, it, context, texts)
+        prompt, seqs = prompt_and_choice_sequences(tokenizer, it, context, texts)
         if seqs is None:
             out[(it["type"], it["idx"])] = {
                 **_record(it, ""),
@@ -332,13 +466,19 @@ def _rank(model, tokenizer, items: list[dict], batch_size: int, context: int) ->
             continue
         for text in texts:  # the empty question is shorter than any prompt: it fits
             if text not in uncond:
-                uncond[text] = choice_sequences(tokenizer, EMPTY_QUESTION, context, [text])[0]
-        rows.append((it, texts, seqs))
-    jobs = [seq for *_, seqs in rows for seq in seqs] + list(uncond.values())
-    sums = iter(_span_sums(model, jobs, RANK_BATCH * batch_size, tokenizer.pad_token_id))
-    scored = [[next(sums) for _ in seqs] for *_, seqs in rows]
-    empty = dict(zip(uncond, sums))
-    for (it, texts, seqs), lp in zip(rows, scored):
+                empty_prompt, (uncond[text],) = prompt_and_choice_sequences(
+                    tokenizer, EMPTY_QUESTION, context, [text]
+                )
+        rows.append((it, texts, seqs, shares_prompt(prompt, seqs) and len(prompt)))
+    empties = [
+        (shares_prompt(empty_prompt, chunk) and len(empty_prompt), chunk)
+        for chunk in batches(list(uncond.values()), RANK_BATCH)
+    ]
+    units = [(shared, seqs) for _, _, seqs, shared in rows] + empties
+    sums = iter(_score_units(model, units, RANK_BATCH * batch_size, tokenizer.pad_token_id, path))
+    scored = [next(sums) for _ in rows]
+    empty = dict(zip(uncond, (x for chunk in sums for x in chunk)))
+    for (it, texts, seqs, shared), lp in zip(rows, scored):
         tokens = [len(ids) - start for ids, start in seqs]
         out[(it["type"], it["idx"])] = {
             **_record(it, ""),
@@ -347,16 +487,53 @@ def _rank(model, tokenizer, items: list[dict], batch_size: int, context: int) ->
             "choice_tokens": tokens,
             "choice_chars": [len(t) for t in texts],
             "choice_uncond": [empty[t] for t in texts],
+            **({} if shared else {"choice_full_sequences": True}),
         }
     return out
 
 
+def _score_units(model, units: list[tuple], max_texts: int, pad_id: int, path: str) -> list:
+    """Summed log-probabilities of each unit's (ids, start) sequences, per unit; a unit is
+    (the shared prompt's length, or 0 when its sequences share none; the sequences)."""
+    if path == "full":
+        flat = _span_sums(model, [s for _, seqs in units for s in seqs], max_texts, pad_id)
+    else:
+        groups = []
+        for shared, seqs in units:
+            if shared:
+                groups.append((seqs[0][0][:shared], [ids[shared:] for ids, _ in seqs]))
+            else:
+                groups += [(ids[:start], [ids[start:]]) for ids, start in seqs]
+        flat = [x for sums in _group_sums(model, groups, max_texts, pad_id) for x in sums]
+    values = iter(flat)
+    return [[next(values) for _ in seqs] for _, seqs in units]
+
+
+def _group_sums(model, groups: list[tuple], max_texts: int, pad_id: int) -> list[list[float]]:
+    """``group_logprobs`` of every group, in order, batched by packed length (less padding),
+    at most ``max_texts`` continuations a forward pass (a larger group alone)."""
+    order = sorted(
+        range(len(groups)), key=lambda i: len(groups[i][0]) + sum(map(len, groups[i][1]))
+    )
+    sums: list[list[float]] = [[] for _ in groups]
+    chunk, texts = [], 0
+    for i in [*order, None]:
+        if chunk and (i is None or texts + len(groups[i][1]) > max_texts):
+            for j, values in zip(chunk, group_logprobs(model, [groups[j] for j in chunk], pad_id)):
+                sums[j] = values
+            chunk, texts = [], 0
+        if i is not None:
+            chunk, texts = chunk + [i], texts + len(groups[i][1])
+    return sums
+
+
 def _span_sums(model, seqs: list[tuple[list[int], int]], batch_size: int, pad_id: int) -> list:
-    """``span_logprobs`` of every sequence, in order, batched by length (less padding)."""
+    """``span_logprobs_full_logits`` of every sequence, in order, batched by length."""
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i][0]))
     sums = [0.0] * len(seqs)
     for chunk in batches(order, batch_size):
-        for i, value in zip(chunk, span_logprobs(model, [seqs[i] for i in chunk], pad_id)):
+        scores = span_logprobs_full_logits(model, [seqs[i] for i in chunk], pad_id)
+        for i, value in zip(chunk, scores):
             sums[i] = value
     return sums
 
