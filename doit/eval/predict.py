@@ -16,6 +16,9 @@ One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
      "choice_tokens": the span's tokens, "choice_chars": the text's characters,
      "choice_uncond": the span's summed log-probability after an empty question
                       (``<user><eot><assistant>`` in the doit format: PMI's denominator),
+     "choice_full_sequences": true when the prompt's tokens do not begin every text's full
+                      sequence (the template renders the assistant's turn otherwise), so the
+                      texts were scored in their own full sequences (absent otherwise),
      "error": why the item got no output (a prompt, or a prompt and a ranked text, longer than
               the context: nothing is ever cut)}
 
@@ -58,7 +61,9 @@ RANKED_SCORING = (
     "per ranked text (gold first): the summed log-probability of its span (the text and the end "
     "of turn, as the template renders the assistant's turn) after the prompt (choice_logprob) "
     "and after an empty question (choice_uncond), the span's tokens (choice_tokens), the text's "
-    "characters (choice_chars) and the span's perplexity (choice_ppl); the prompt is never cut"
+    "characters (choice_chars) and the span's perplexity (choice_ppl); the prompt is never cut; "
+    "the prompt is read once and each text scored as its continuation (positions and context as "
+    "in its own full sequence), unless its tokens do not begin every text's sequence"
 )
 ATTENTION_WITH_4D_MASKS = ("eager", "sdpa")  # attention implementations ranking can pack for
 SCORING_PATHS = ("shared", "full")  # ranking: the prompt once per item, or once per text
@@ -576,6 +581,9 @@ def prediction_rules(
         "n_items": count(lambda p: True, (*ab.GENERATED_KINDS, *ranked)),
         "n_hit_budget": count(lambda p: p.get("hit_budget")),
         "n_prompt_too_long": count(lambda p: "error" in p, (*ab.GENERATED_KINDS, *ranked)),
+        # ranked items whose prompt's tokens do not begin every text's sequence (the chat
+        # template renders the assistant's turn otherwise): scored in full sequences
+        "n_ranked_full_sequences": count(lambda p: p.get("choice_full_sequences"), ranked),
         "stop_tokens": tokenizer.convert_ids_to_tokens(stop_token_ids(tokenizer)),
         "letter_scoring": LETTER_SCORING,
         "letter_tokens": {
