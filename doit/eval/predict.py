@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from doit.data import abilities as ab
@@ -67,6 +68,7 @@ RANKED_SCORING = (
 )
 ATTENTION_WITH_4D_MASKS = ("eager", "sdpa")  # attention implementations ranking can pack for
 SCORING_PATHS = ("shared", "full")  # ranking: the prompt once per item, or once per text
+UNCOND_PACK = 16  # unconditional texts packed after one empty question (shared path)
 RANK_BATCH = 4  # ranked sequences a forward pass, per item of the generation batch: one turn each
 EMPTY_QUESTION = {
     "messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
@@ -256,7 +258,9 @@ def group_logprobs(
     first-layer values it has in its own full sequence. The decoder runs to hidden states;
     the head and the log-softmax see the scored positions only."""
     decoder, head = decoder_and_head(model)
-    batch = _pack(groups, pad_id, model.device, getattr(model, "dtype", torch.float32))
+    additive = model.config._attn_implementation != "sdpa"  # sdpa takes a boolean mask
+    dtype = getattr(model, "dtype", torch.float32) if additive else None
+    batch = _pack(groups, pad_id, model.device, dtype)
     hidden = decoder(
         input_ids=batch.ids,
         attention_mask=batch.mask,
@@ -275,7 +279,7 @@ def group_logprobs(
 class _Packed:
     ids: torch.Tensor  # (rows, width) token ids, right-padded
     positions: torch.Tensor  # (rows, width) each token's position in its own full sequence
-    mask: torch.Tensor  # (rows, 1, width, width) additive: 0 where a query sees a key
+    mask: torch.Tensor  # (rows, 1, width, width): True (bool) or 0 (additive) where a query sees
     rows: torch.Tensor  # (scored,) row of each scored position (the one predicting a target)
     columns: torch.Tensor  # (scored,) its column
     targets: torch.Tensor  # (scored,) the token it is scored on
@@ -283,34 +287,33 @@ class _Packed:
     n_texts: int
 
 
-def _pack(groups, pad_id: int, device, dtype) -> _Packed:
-    """One row per group: prefix (segment 0), then continuation k (segment k + 1) at positions
-    len(prefix) onwards; pads are segment -1. A query sees a key at or before it in segment 0
-    or its own segment."""
-    width = max(len(p) + sum(len(c) for c in conts) for p, conts in groups)
-    ids, positions, segments, rows, columns, targets = [], [], [], [], [], []
-    for row, (prefix, conts) in enumerate(groups):
-        seq, pos, seg = list(prefix), list(range(len(prefix))), [0] * len(prefix)
-        for k, cont in enumerate(conts):
-            at = len(seq)  # the continuation's first column; its first token is predicted
-            columns += [len(prefix) - 1] + list(range(at, at + len(cont) - 1))  # by the prefix
+def _pack(groups, pad_id: int, device, dtype=None) -> _Packed:
+    """One row per group (``_tree_row``); a query sees the keys on its own path: its prefix,
+    its tree ancestors and itself (a pad sees the row's first token: no empty row, and no real
+    query sees a pad). A boolean mask, or (``dtype`` given) an additive one."""
+    trees = [_tree_row(prefix, conts) for prefix, conts in groups]
+    width = max(len(ids) for ids, *_ in trees)
+    sees = np.zeros((len(groups), width, width), dtype=bool)
+    ids, positions, rows, columns, targets = [], [], [], [], []
+    for row, ((tree_ids, tree_pos, parents, scored), (_, conts)) in enumerate(zip(trees, groups)):
+        for col, parent in enumerate(parents):
+            if parent >= 0:
+                sees[row, col] = sees[row, parent]
+            sees[row, col, col] = True
+        sees[row, len(parents) :, 0] = True
+        ids.append(tree_ids + [pad_id] * (width - len(tree_ids)))
+        positions.append(tree_pos + [0] * (width - len(tree_ids)))
+        for cont, cols in zip(conts, scored):
             rows += [row] * len(cont)
+            columns += cols
             targets += cont
-            seq += cont
-            pos += range(len(prefix), len(prefix) + len(cont))
-            seg += [k + 1] * len(cont)
-        pad = width - len(seq)
-        ids.append(seq + [pad_id] * pad)
-        positions.append(pos + [0] * pad)
-        segments.append(seg + [-1] * pad)
     lengths = [len(c) for _, conts in groups for c in conts]
     owners = [text for text, n in enumerate(lengths) for _ in range(n)]
-    seg = torch.tensor(segments, device=device)
-    causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
-    same = (seg[:, None, :] == 0) | (seg[:, None, :] == seg[:, :, None])
-    sees = causal & same & (seg[:, None, :] >= 0)
-    mask = torch.zeros(sees.shape, dtype=dtype, device=device)
-    mask = mask.masked_fill(~sees, torch.finfo(dtype).min)[:, None]
+    mask = torch.from_numpy(sees).to(device)[:, None]
+    if dtype is not None:
+        mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(
+            ~mask, torch.finfo(dtype).min
+        )
 
     def tensor(values):
         return torch.tensor(values, dtype=torch.long, device=device)
@@ -323,8 +326,31 @@ def _pack(groups, pad_id: int, device, dtype) -> _Packed:
         tensor(columns),
         tensor(targets),
         tensor(owners),
-        sum(len(conts) for _, conts in groups),
+        len(lengths),
     )
+
+
+def _tree_row(prefix: list[int], conts: list[list[int]]) -> tuple[list, list, list, list]:
+    """A group as one row: the prefix, then its continuations as a token tree (continuations
+    that begin alike share those tokens' nodes: same context, same states), each node at the
+    position it has in its own full sequence. (ids, positions, each column's parent column (-1
+    for the first), and per continuation the columns that predict its tokens)."""
+    ids, positions = list(prefix), list(range(len(prefix)))
+    parents = list(range(-1, len(prefix) - 1))  # the prefix is a chain
+    nodes: dict[tuple[int, int], int] = {}  # (parent column, token) -> column
+    scored = []
+    for cont in conts:
+        at, cols = len(prefix) - 1, []
+        for token in cont:
+            cols.append(at)
+            if (at, token) not in nodes:
+                nodes[(at, token)] = len(ids)
+                ids.append(token)
+                positions.append(positions[at] + 1)
+                parents.append(at)
+            at = nodes[(at, token)]
+        scored.append(cols)
+    return ids, positions, parents, scored
 
 
 def choice_sequences(
@@ -456,7 +482,7 @@ def _rank(
     runs one sequence per text with the whole logits (``span_logprobs_full_logits``)."""
     if path not in SCORING_PATHS:
         raise ValueError(f"ranking path {path!r}: expected one of {', '.join(SCORING_PATHS)}")
-    out, rows, uncond, empty_prompt = {}, [], {}, []
+    out, rows = {}, []
     for it in items:
         kind = ab.kind(it["answer_kind"])
         if kind.ranked is None:
@@ -469,15 +495,18 @@ def _rank(
                 "error": f"prompt and a ranked text longer than the context of {context}",
             }
             continue
-        for text in texts:  # the empty question is shorter than any prompt: it fits
-            if text not in uncond:
-                empty_prompt, (uncond[text],) = prompt_and_choice_sequences(
-                    tokenizer, EMPTY_QUESTION, context, [text]
-                )
         rows.append((it, texts, seqs, shares_prompt(prompt, seqs) and len(prompt)))
+    # each distinct text after the empty question, rendered in one go; the empty question is
+    # shorter than any prompt, so every text fits
+    distinct = list(dict.fromkeys(t for _, texts, *_ in rows for t in texts))
+    empty_prompt, empty_seqs = prompt_and_choice_sequences(
+        tokenizer, EMPTY_QUESTION, context, distinct
+    )
+    by_tokens = sorted(zip(distinct, empty_seqs or []), key=lambda pair: pair[1][0])
+    uncond = dict(by_tokens)  # alike texts side by side: packed together, they share tokens
     empties = [
         (shares_prompt(empty_prompt, chunk) and len(empty_prompt), chunk)
-        for chunk in batches(list(uncond.values()), RANK_BATCH)
+        for chunk in batches(list(uncond.values()), UNCOND_PACK)
     ]
     units = [(shared, seqs) for _, _, seqs, shared in rows] + empties
     sums = iter(_score_units(model, units, RANK_BATCH * batch_size, tokenizer.pad_token_id, path))
