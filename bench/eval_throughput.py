@@ -170,9 +170,8 @@ def rescore(a) -> None:
             study = json.loads(study_scores.read_text(encoding="utf-8"))
             scores, line = {}, f"{cell.name} {split}:"
             for path in SCORING_PATHS:
-                seconds, scores[path] = timed(
-                    lambda p=path: _evaluate(model, tok, a.data, split, formulation, grid, p)
-                )
+                args = (model, tok, a.data, split, formulation, grid, path)
+                seconds, scores[path] = timed(lambda args=args: _evaluate(*args))
                 total[path] += seconds
                 line += f" {path} {seconds:.2f} s"
             recorded += study["eval_s"]

@@ -14,7 +14,7 @@ from doit.eval.evaluate import load_split_items
 from doit.eval.predict import group_logprobs, predict_items, predict_to
 from doit.models.chat import speaker_template
 from doit.testing import continuation_logprob, tiny_model
-from tests.tiny import FIXTURE, byte_bpe_tokenizer
+from tests.tiny import FIXTURE, byte_bpe_tokenizer, metaspace_tokenizer
 
 LOGPROB_FIELDS = ("choice_logprob", "choice_uncond")
 RANKED_KINDS = {ab.OPEN, "mc_text", "tf_text", "multiselect_text"}
@@ -165,3 +165,15 @@ def test_padding_in_a_packed_batch_cannot_leak_into_scores(tok):
     alone = [group_logprobs(model, [g], tok.pad_token_id)[0] for g in (short, long)]
     assert together == [pytest.approx(a, abs=1e-5) for a in alone]
     assert all(torch.isfinite(torch.tensor(x)).all() for x in together)
+
+
+@pytest.mark.parametrize("make_tokenizer", [byte_bpe_tokenizer, metaspace_tokenizer])
+def test_encode_gives_the_tokenizers_own_ids(items, make_tokenizer):
+    """``encode`` reads a fast tokenizer's backend: the ids its ``__call__`` gives, on every
+    rendered prompt and ranked turn of the fixture."""
+    tok = make_tokenizer()
+    rendered = [predict.prompt_text(tok, it) for it in items]
+    rendered += [t for it in items for t in predict._turns(tok, it, _texts(it))]
+    assert tok.is_fast and len(rendered) > len(items)
+    for text in rendered:
+        assert predict.encode(tok, text) == tok(text, add_special_tokens=False)["input_ids"]
