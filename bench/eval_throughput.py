@@ -12,7 +12,9 @@ first runs warm the process up); prints ranked items/s of each, the ratio, and w
 the two paths' predictions are identical (every PRED field equal, log-probabilities within
 1e-4). Generation: the selection's generated items, batch_size=N versus 1 (the same items,
 order and budgets). The model is ``--base`` (a real micro base, loaded as evaluation loads an
-untuned base: ``--chat-format doit``) or, without it, a random micro Llama.
+untuned base: ``--chat-format doit``) or, without it, a random micro Llama. ``--baseline
+FILE`` adds another revision's ``predict.py`` (loaded as a module of its own, same process,
+same model) to the ranking table, e.g. main's before shared prefixes.
 
 ``--rescore``: each cell's checkpoint (``CELL/run``) re-scores the valid and test splits as the
 grid runner's evaluation does (its plan's ``max_new_tokens`` and ``eval_batch_size``, ood on
@@ -98,42 +100,56 @@ def differences(a: list[dict], b: list[dict]) -> list[str]:
 
 
 def bench_ranking(model, tok, ranked: list[dict], a) -> None:
-    paths = [a.path] if a.path else list(SCORING_PATHS)
+    runs = {
+        path: lambda p=path: predict_items(model, tok, ranked, a.batch_size, path=p)
+        for path in ([a.path] if a.path else SCORING_PATHS)
+    }
+    if a.baseline:  # another revision's predict.py, its default path
+        old = baseline_module(a.baseline)
+        runs["baseline"] = lambda: old.predict_items(model, tok, ranked, a.batch_size)
     texts = {t for it in ranked for t in ab.kind(it["answer_kind"]).ranked(it)}
     n_cond = sum(len(ab.kind(it["answer_kind"]).ranked(it)) for it in ranked)
     print(
         f"ranking: {len(ranked)} ranked items, {n_cond} texts after their prompt, "
         f"{len(texts)} unconditional texts, batch size {a.batch_size}"
+        + (f"; baseline: {a.baseline}" if a.baseline else "")
     )
     print(f"{'path':<16}{'seconds':>10}{'items/s':>10}{'cpu s':>10}{'items/cpu s':>12}")
     seconds, cpu, preds, n = {}, {}, {}, len(ranked)
-    for path in paths * a.repeats:  # alternating; each path's fastest run counts
-        wall, preds[path] = timed(
-            lambda p=path: predict_items(model, tok, ranked, a.batch_size, path=p)
-        )
-        seconds[path], cpu[path] = (
-            min(wall, seconds.get(path, wall)),
-            min(timed.cpu, cpu.get(path, timed.cpu)),
-        )
-    for path in paths:
+    for name in list(runs) * a.repeats:  # alternating; each one's fastest run counts
+        wall, preds[name] = timed(runs[name])
+        seconds[name] = min(wall, seconds.get(name, wall))
+        cpu[name] = min(timed.cpu, cpu.get(name, timed.cpu))
+    for name in runs:
         print(
-            f"{path:<16}{seconds[path]:>10.2f}{n / seconds[path]:>10.2f}"
-            f"{cpu[path]:>10.2f}{n / cpu[path]:>12.2f}"
+            f"{name:<16}{seconds[name]:>10.2f}{n / seconds[name]:>10.2f}"
+            f"{cpu[name]:>10.2f}{n / cpu[name]:>12.2f}"
         )
-    if len(paths) == 2:
+    for name in [x for x in runs if x != "shared"] if "shared" in runs else []:
         print(
-            f"shared-prefix speed-up: {seconds['full'] / seconds['shared']:.2f}x wall, "
-            f"{cpu['full'] / cpu['shared']:.2f}x cpu (goal >= 2x)"
+            f"shared vs {name}: {seconds[name] / seconds['shared']:.2f}x wall, "
+            f"{cpu[name] / cpu['shared']:.2f}x cpu (goal >= 2x)"
         )
-        diff = differences(preds["shared"], preds["full"])
+        diff = differences(preds["shared"], preds[name])
         print(
-            f"identical predictions: {len(ranked) - len({d.split(':')[0] for d in diff})}/"
-            f"{len(ranked)} items (every field equal, log-probabilities within 1e-4)"
+            f"  identical predictions: {n - len({d.split(':')[0] for d in diff})}/{n} items "
+            "(every field equal, log-probabilities within 1e-4)"
         )
         for line in diff[:5]:
             print("  differs:", line)
+    if "shared" in runs:
         full_seq = sum("choice_full_sequences" in p for p in preds["shared"])
         print(f"items scored in full sequences (prompt not a prefix): {full_seq}")
+
+
+def baseline_module(path):
+    """``path`` (a ``doit/eval/predict.py`` of another revision) loaded as a module of its own."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("baseline_predict", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def bench_generation(model, tok, generated: list[dict], a) -> None:
@@ -224,6 +240,12 @@ def main() -> None:
         type=int,
         default=64,
         help="max_new_tokens for math (predict's default, the study's 1024, is slow on CPU)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="PREDICT_PY",
+        help="also time another revision's doit/eval/predict.py "
+        "(git show main:doit/eval/predict.py > /tmp/predict_main.py)",
     )
     p.add_argument("--rescore", nargs="+", metavar="CELL_DIR", help="re-score study cells")
     a = p.parse_args()

@@ -68,7 +68,7 @@ RANKED_SCORING = (
 )
 ATTENTION_WITH_4D_MASKS = ("eager", "sdpa")  # attention implementations ranking can pack for
 SCORING_PATHS = ("shared", "full")  # ranking: the prompt once per item, or once per text
-UNCOND_PACK = 16  # unconditional texts packed after one empty question (shared path)
+PACK_WIDTH = 128  # token-tree nodes a packed row holds (a longer sequence gets a row alone)
 RANK_BATCH = 4  # ranked sequences a forward pass, per item of the generation batch: one turn each
 EMPTY_QUESTION = {
     "messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
@@ -204,10 +204,12 @@ def generate_within(
 
 @torch.inference_mode()
 def span_logprobs(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
-    """Summed log-probability of the span ``ids[start:]`` of each (ids, start), one forward
-    pass, the output layer applied at the span's positions only (``group_logprobs``)."""
-    groups = [(ids[:start], [ids[start:]]) for ids, start in sequences]
-    return [sums[0] for sums in group_logprobs(model, groups, pad_id)]
+    """Summed log-probability of the span ``ids[start:]`` of each (ids, start), in one forward
+    pass: the sequences packed as token trees (``pack_rows``, ``packed_logprobs``), the output
+    layer applied only where a span is scored."""
+    rows = pack_rows(sequences)
+    sums = packed_logprobs(model, [[sequences[i] for i in row] for row in rows], pad_id)
+    return _unpack(rows, sums, len(sequences))
 
 
 @torch.inference_mode()
@@ -251,69 +253,118 @@ def decoder_and_head(model) -> tuple[Any, Any]:
     return model.get_decoder(), model.get_output_embeddings()
 
 
-@torch.inference_mode()
 def group_logprobs(
     model, groups: list[tuple[list[int], list[list[int]]]], pad_id: int
 ) -> list[list[float]]:
     """Summed log-probability of each continuation of each (prefix, continuations) group, in
-    one forward pass: a group is one row, its prefix then every continuation, each
-    continuation at the positions it would have right after the prefix and seeing only the
-    prefix and itself (a 4D mask), so every token has exactly the context, positions and
-    first-layer values it has in its own full sequence. The decoder runs to hidden states;
-    the head and the log-softmax see the scored positions only."""
+    one forward pass, a group a packed row (``packed_logprobs``)."""
+    rows = [[(prefix + cont, len(prefix)) for cont in conts] for prefix, conts in groups]
+    return packed_logprobs(model, rows, pad_id)
+
+
+def pack_rows(
+    sequences: list[tuple[list[int], int]], width: int = PACK_WIDTH, max_texts: int | None = None
+) -> list[list[int]]:
+    """Indices of ``sequences`` in packed rows: sorted by their tokens, so sequences that begin
+    alike (an item's texts after its prompt; prompts that open alike) are neighbours and share
+    a row's nodes; a row is closed when the next sequence's new tokens would take it past
+    ``width`` nodes (a longer sequence gets a row of its own) or it holds ``max_texts``."""
+    order = sorted(range(len(sequences)), key=lambda i: sequences[i][0])
+    rows: list[list[int]] = []
+    nodes, previous = 0, []
+    for i in order:
+        ids = sequences[i][0]
+        new = len(ids) - _common_prefix(previous, ids)
+        if not rows or nodes + new > width or len(rows[-1]) == max_texts:
+            rows.append([])
+            nodes, new = 0, len(ids)
+        rows[-1].append(i)
+        nodes, previous = nodes + new, ids
+    return rows
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _unpack(rows: list[list[int]], sums: list[list[float]], n: int) -> list[float]:
+    """Per-row results back in the sequences' order."""
+    out = [0.0] * n
+    for row, values in zip(rows, sums):
+        for i, value in zip(row, values):
+            out[i] = value
+    return out
+
+
+@torch.inference_mode()
+def packed_logprobs(
+    model, rows: list[list[tuple[list[int], int]]], pad_id: int
+) -> list[list[float]]:
+    """Summed log-probability of the span ``ids[start:]`` of each (ids, start) of each row, in
+    one forward pass. A row holds its sequences as one token tree (sequences that begin alike
+    share those tokens' nodes), each node at the position it has in its own sequence and
+    seeing only its ancestors and itself (a 4D mask): every token has exactly the context,
+    positions and first-layer values (the value residual) of its own full sequence, and no
+    sequence sees another's tokens. The decoder runs to hidden states; the head and the
+    log-softmax see each position that predicts a span token, once."""
     decoder, head = decoder_and_head(model)
     additive = model.config._attn_implementation != "sdpa"  # sdpa takes a boolean mask
     dtype = getattr(model, "dtype", torch.float32) if additive else None
-    batch = _pack(groups, pad_id, model.device, dtype)
+    batch = _pack(rows, pad_id, model.device, dtype)
     hidden = decoder(
         input_ids=batch.ids,
         attention_mask=batch.mask,
         position_ids=batch.positions,
         use_cache=False,
     ).last_hidden_state
-    scored = hidden[batch.rows, batch.columns]  # (scored tokens, hidden): no vocab x length
-    logprobs = torch.log_softmax(head(scored).float(), dim=-1)
-    picked = logprobs.gather(-1, batch.targets[:, None]).squeeze(-1)
+    flat = hidden.reshape(-1, hidden.shape[-1])  # a view: (rows x width, hidden)
+    where, which = torch.unique(batch.columns, return_inverse=True)
+    logprobs = torch.log_softmax(head(flat[where]).float(), dim=-1)  # (positions, vocab)
+    picked = logprobs[which, batch.targets]
     sums = torch.zeros(batch.n_texts, dtype=picked.dtype, device=picked.device)
-    flat = iter(sums.index_add_(0, batch.owners, picked).tolist())
-    return [[next(flat) for _ in conts] for _, conts in groups]
+    values = iter(sums.index_add_(0, batch.owners, picked).tolist())
+    return [[next(values) for _ in row] for row in rows]
 
 
 @dataclass
 class _Packed:
     ids: torch.Tensor  # (rows, width) token ids, right-padded
-    positions: torch.Tensor  # (rows, width) each token's position in its own full sequence
+    positions: torch.Tensor  # (rows, width) each node's position in its own sequence
     mask: torch.Tensor  # (rows, 1, width, width): True (bool) or 0 (additive) where a query sees
-    rows: torch.Tensor  # (scored,) row of each scored position (the one predicting a target)
-    columns: torch.Tensor  # (scored,) its column
+    columns: torch.Tensor  # (scored,) flat index (row x width + column) predicting a target
     targets: torch.Tensor  # (scored,) the token it is scored on
-    owners: torch.Tensor  # (scored,) index of the continuation it belongs to, over the batch
+    owners: torch.Tensor  # (scored,) index of the sequence it belongs to, over the batch
     n_texts: int
 
 
-def _pack(groups, pad_id: int, device, dtype=None) -> _Packed:
-    """One row per group (``_tree_row``); a query sees the keys on its own path: its prefix,
-    its tree ancestors and itself (a pad sees the row's first token: no empty row, and no real
-    query sees a pad). A boolean mask, or (``dtype`` given) an additive one."""
-    trees = [_tree_row(prefix, conts) for prefix, conts in groups]
+def _pack(rows, pad_id: int, device, dtype=None) -> _Packed:
+    """Each row's token tree (``_tree_row``); a query sees its ancestors and itself (a pad sees
+    itself: no empty row, and no real query sees a pad). A boolean mask, or (``dtype`` given)
+    an additive one."""
+    trees = [_tree_row(row) for row in rows]
     width = max(len(ids) for ids, *_ in trees)
-    sees = np.zeros((len(groups), width, width), dtype=bool)
-    ids, positions, rows, columns, targets = [], [], [], [], []
-    for row, ((tree_ids, tree_pos, parents, scored), (_, conts)) in enumerate(zip(trees, groups)):
-        for col, parent in enumerate(parents):
-            if parent >= 0:
-                sees[row, col] = sees[row, parent]
-            sees[row, col, col] = True
-        sees[row, len(parents) :, 0] = True
+    parents = np.full((len(rows), width), width)  # a pad's parent: the empty row ``width``
+    ids, positions, columns, targets, owners = [], [], [], [], []
+    for r, ((tree_ids, tree_pos, tree_parents, scored), row) in enumerate(zip(trees, rows)):
+        parents[r, : len(tree_parents)] = [width if p < 0 else p for p in tree_parents]
         ids.append(tree_ids + [pad_id] * (width - len(tree_ids)))
         positions.append(tree_pos + [0] * (width - len(tree_ids)))
-        for cont, cols in zip(conts, scored):
-            rows += [row] * len(cont)
-            columns += cols
-            targets += cont
-    lengths = [len(c) for _, conts in groups for c in conts]
+        for (seq, start), cols in zip(row, scored):
+            columns += [r * width + c for c in cols]
+            targets += seq[start:]
+    lengths = [len(seq) - start for row in rows for seq, start in row]
     owners = [text for text, n in enumerate(lengths) for _ in range(n)]
-    mask = torch.from_numpy(sees).to(device)[:, None]
+    sees = np.zeros((len(rows), width + 1, width), dtype=bool)
+    every = np.arange(len(rows))
+    for col in range(width):  # parents come first: a node sees what its parent sees, and itself
+        sees[every, col] = sees[every, parents[:, col]]
+        sees[every, col, col] = True
+    mask = torch.from_numpy(sees[:, None, :width]).to(device)
     if dtype is not None:
         mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(
             ~mask, torch.finfo(dtype).min
@@ -326,7 +377,6 @@ def _pack(groups, pad_id: int, device, dtype=None) -> _Packed:
         tensor(ids),
         tensor(positions),
         mask,
-        tensor(rows),
         tensor(columns),
         tensor(targets),
         tensor(owners),
@@ -334,26 +384,22 @@ def _pack(groups, pad_id: int, device, dtype=None) -> _Packed:
     )
 
 
-def _tree_row(prefix: list[int], conts: list[list[int]]) -> tuple[list, list, list, list]:
-    """A group as one row: the prefix, then its continuations as a token tree (continuations
-    that begin alike share those tokens' nodes: same context, same states), each node at the
-    position it has in its own full sequence. (ids, positions, each column's parent column (-1
-    for the first), and per continuation the columns that predict its tokens)."""
-    ids, positions = list(prefix), list(range(len(prefix)))
-    parents = list(range(-1, len(prefix) - 1))  # the prefix is a chain
+def _tree_row(row: list[tuple[list[int], int]]) -> tuple[list, list, list, list]:
+    """A row's sequences as one token tree: (node ids, their positions, each node's parent
+    column (-1 for a root), and per sequence the columns that predict its span's tokens)."""
+    ids, positions, parents, scored = [], [], [], []
     nodes: dict[tuple[int, int], int] = {}  # (parent column, token) -> column
-    scored = []
-    for cont in conts:
-        at, cols = len(prefix) - 1, []
-        for token in cont:
-            cols.append(at)
+    for seq, start in row:
+        at, path = -1, []
+        for token in seq:
             if (at, token) not in nodes:
                 nodes[(at, token)] = len(ids)
                 ids.append(token)
-                positions.append(positions[at] + 1)
+                positions.append(positions[at] + 1 if at >= 0 else 0)
                 parents.append(at)
             at = nodes[(at, token)]
-        scored.append(cols)
+            path.append(at)
+        scored.append(path[start - 1 : len(seq) - 1])
     return ids, positions, parents, scored
 
 
@@ -501,19 +547,13 @@ def _rank(
     # each distinct text after the empty question, rendered in one go; the empty question is
     # shorter than any prompt, so every text fits
     distinct = list(dict.fromkeys(t for _, texts, *_ in rows for t in texts))
-    empty_prompt, empty_seqs = prompt_and_choice_sequences(
-        tokenizer, EMPTY_QUESTION, context, distinct
-    )
-    by_tokens = sorted(zip(distinct, empty_seqs or []), key=lambda pair: pair[1][0])
-    uncond = dict(by_tokens)  # alike texts side by side: packed together, they share tokens
-    empties = [
-        (shares_prompt(empty_prompt, chunk) and len(empty_prompt), chunk)
-        for chunk in batches(list(uncond.values()), UNCOND_PACK)
-    ]
-    units = [(shared, seqs) for _, _, seqs, shared in rows] + empties
-    sums = iter(_score_units(model, units, RANK_BATCH * batch_size, tokenizer.pad_token_id, path))
-    scored = [next(sums) for _ in rows]
-    empty = dict(zip(uncond, (x for chunk in sums for x in chunk)))
+    _, empty_seqs = prompt_and_choice_sequences(tokenizer, EMPTY_QUESTION, context, distinct)
+    uncond = dict(zip(distinct, empty_seqs or []))
+    jobs = [seq for *_, seqs, _ in rows for seq in seqs] + list(uncond.values())
+    scorer = _packed_sums if path == "shared" else _span_sums
+    sums = iter(scorer(model, jobs, RANK_BATCH * batch_size, tokenizer.pad_token_id))
+    scored = [[next(sums) for _ in seqs] for *_, seqs, _ in rows]
+    empty = dict(zip(uncond, sums))
     for (it, texts, seqs, shared), lp in zip(rows, scored):
         tokens = [len(ids) - start for ids, start in seqs]
         out[(it["type"], it["idx"])] = {
@@ -528,39 +568,19 @@ def _rank(
     return out
 
 
-def _score_units(model, units: list[tuple], max_texts: int, pad_id: int, path: str) -> list:
-    """Summed log-probabilities of each unit's (ids, start) sequences, per unit; a unit is
-    (the shared prompt's length, or 0 when its sequences share none; the sequences)."""
-    if path == "full":
-        flat = _span_sums(model, [s for _, seqs in units for s in seqs], max_texts, pad_id)
-    else:
-        groups = []
-        for shared, seqs in units:
-            if shared:
-                groups.append((seqs[0][0][:shared], [ids[shared:] for ids, _ in seqs]))
-            else:
-                groups += [(ids[:start], [ids[start:]]) for ids, start in seqs]
-        flat = [x for sums in _group_sums(model, groups, max_texts, pad_id) for x in sums]
-    values = iter(flat)
-    return [[next(values) for _ in seqs] for _, seqs in units]
-
-
-def _group_sums(model, groups: list[tuple], max_texts: int, pad_id: int) -> list[list[float]]:
-    """``group_logprobs`` of every group, in order, batched by packed length (less padding),
-    at most ``max_texts`` continuations a forward pass (a larger group alone)."""
-    order = sorted(
-        range(len(groups)), key=lambda i: len(groups[i][0]) + sum(map(len, groups[i][1]))
-    )
-    sums: list[list[float]] = [[] for _ in groups]
+def _packed_sums(model, seqs: list[tuple[list[int], int]], max_texts: int, pad_id: int) -> list:
+    """``span_logprobs`` of every sequence, in order: packed rows (``pack_rows``: alike
+    sequences together, rows of like width), at most ``max_texts`` sequences a forward pass."""
+    rows = pack_rows(seqs, max_texts=max_texts)
+    sums: list[list[float]] = []
     chunk, texts = [], 0
-    for i in [*order, None]:
-        if chunk and (i is None or texts + len(groups[i][1]) > max_texts):
-            for j, values in zip(chunk, group_logprobs(model, [groups[j] for j in chunk], pad_id)):
-                sums[j] = values
+    for row in [*rows, None]:
+        if chunk and (row is None or texts + len(row) > max_texts):
+            sums += packed_logprobs(model, [[seqs[i] for i in r] for r in chunk], pad_id)
             chunk, texts = [], 0
-        if i is not None:
-            chunk, texts = chunk + [i], texts + len(groups[i][1])
-    return sums
+        if row is not None:
+            chunk, texts = chunk + [row], texts + len(row)
+    return _unpack(rows, sums, len(seqs))
 
 
 def _span_sums(model, seqs: list[tuple[list[int], int]], batch_size: int, pad_id: int) -> list:

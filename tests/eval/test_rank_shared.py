@@ -97,8 +97,10 @@ def test_the_head_sees_the_scored_positions_only(tok, items):
     assert not full_calls  # the causal LM's forward (logits everywhere) never ran
     scored = sum(sum(p["choice_tokens"]) for p in preds)
     uncond = {t: n for it, p in zip(items, preds) for t, n in zip(_texts(it), p["choice_tokens"])}
-    assert all(len(shape) == 2 for shape in head_rows)  # (scored tokens, hidden): no length axis
-    assert sum(rows for rows, _ in head_rows) == scored + sum(uncond.values())
+    assert all(len(shape) == 2 for shape in head_rows)  # (positions, hidden): no length axis
+    # each position that predicts a span token, once: texts that begin alike (and the first
+    # token of every text of an item, predicted by the prompt's end) share positions
+    assert len(items) < sum(rows for rows, _ in head_rows) < scored + sum(uncond.values())
 
 
 def _texts(item: dict) -> list[str]:
