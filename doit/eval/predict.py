@@ -343,15 +343,16 @@ class _Packed:
 
 
 def _pack(rows, pad_id: int, device, dtype=None) -> _Packed:
-    """Each row's token tree (``_tree_row``); a query sees its ancestors and itself (a pad sees
+    """Each row's token tree (``_tree_row``: columns in preorder, so a node's descendants are
+    the columns up to its subtree's end); a query sees its ancestors and itself (a pad sees
     itself: no empty row, and no real query sees a pad). A boolean mask, or (``dtype`` given)
     an additive one."""
     trees = [_tree_row(row) for row in rows]
     width = max(len(ids) for ids, *_ in trees)
-    parents = np.full((len(rows), width), width)  # a pad's parent: the empty row ``width``
-    ids, positions, columns, targets, owners = [], [], [], [], []
-    for r, ((tree_ids, tree_pos, tree_parents, scored), row) in enumerate(zip(trees, rows)):
-        parents[r, : len(tree_parents)] = [width if p < 0 else p for p in tree_parents]
+    ends = np.tile(np.arange(1, width + 1), (len(rows), 1))  # a pad's subtree: itself
+    ids, positions, columns, targets = [], [], [], []
+    for r, ((tree_ids, tree_pos, tree_ends, scored), row) in enumerate(zip(trees, rows)):
+        ends[r, : len(tree_ends)] = tree_ends
         ids.append(tree_ids + [pad_id] * (width - len(tree_ids)))
         positions.append(tree_pos + [0] * (width - len(tree_ids)))
         for (seq, start), cols in zip(row, scored):
@@ -359,12 +360,9 @@ def _pack(rows, pad_id: int, device, dtype=None) -> _Packed:
             targets += seq[start:]
     lengths = [len(seq) - start for row in rows for seq, start in row]
     owners = [text for text, n in enumerate(lengths) for _ in range(n)]
-    sees = np.zeros((len(rows), width + 1, width), dtype=bool)
-    every = np.arange(len(rows))
-    for col in range(width):  # parents come first: a node sees what its parent sees, and itself
-        sees[every, col] = sees[every, parents[:, col]]
-        sees[every, col, col] = True
-    mask = torch.from_numpy(sees[:, None, :width]).to(device)
+    query, key = np.arange(width)[:, None], np.arange(width)[None, :]
+    sees = (key <= query)[None] & (query[None] < ends[:, None, :])  # key an ancestor-or-self
+    mask = torch.from_numpy(sees[:, None]).to(device)
     if dtype is not None:
         mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(
             ~mask, torch.finfo(dtype).min
@@ -385,22 +383,29 @@ def _pack(rows, pad_id: int, device, dtype=None) -> _Packed:
 
 
 def _tree_row(row: list[tuple[list[int], int]]) -> tuple[list, list, list, list]:
-    """A row's sequences as one token tree: (node ids, their positions, each node's parent
-    column (-1 for a root), and per sequence the columns that predict its span's tokens)."""
-    ids, positions, parents, scored = [], [], [], []
+    """A row's sequences as one token tree, inserted in token order so that the columns are a
+    preorder: (node ids, their positions (depths), each column's subtree end (the first later
+    column not below it), and per sequence, in the row's order, the columns that predict its
+    span's tokens)."""
+    ids, positions, scored = [], [], [None] * len(row)
     nodes: dict[tuple[int, int], int] = {}  # (parent column, token) -> column
-    for seq, start in row:
+    for i in sorted(range(len(row)), key=lambda i: row[i][0]):
+        seq, start = row[i]
         at, path = -1, []
         for token in seq:
             if (at, token) not in nodes:
                 nodes[(at, token)] = len(ids)
                 ids.append(token)
                 positions.append(positions[at] + 1 if at >= 0 else 0)
-                parents.append(at)
             at = nodes[(at, token)]
             path.append(at)
-        scored.append(path[start - 1 : len(seq) - 1])
-    return ids, positions, parents, scored
+        scored[i] = path[start - 1 : len(seq) - 1]
+    ends, open_ = [len(ids)] * len(ids), []  # open_: the current path, by depth
+    for col, depth in enumerate(positions):
+        while open_ and positions[open_[-1]] >= depth:
+            ends[open_.pop()] = col
+        open_.append(col)
+    return ids, positions, ends, scored
 
 
 def choice_sequences(

@@ -74,12 +74,16 @@ def test_batch_size_does_not_change_the_sums(tok, items):
 
 
 def test_a_texts_continuation_sees_the_prompt_and_itself_only(tok):
-    """Two continuations packed after one prefix score as each alone after it."""
+    """Continuations packed after one prefix, as a token tree (two begin alike, one is the
+    other's beginning, one comes between them in token order), score as each alone."""
     model = model_for(tok, "svformer")
-    prefix, first, second = [5, 9, 13, 21], [30, 31, 32], [40, 41]
-    (packed,) = group_logprobs(model, [(prefix, [first, second])], tok.pad_token_id)
-    alone = [continuation_logprob(model, prefix, c) for c in (first, second)]
+    prefix = [5, 9, 13, 21]
+    conts = [[30, 31, 32], [40, 41], [30, 31], [30, 35, 36], [7]]
+    (packed,) = group_logprobs(model, [(prefix, conts)], tok.pad_token_id)
+    alone = [continuation_logprob(model, prefix, c) for c in conts]
     assert packed == pytest.approx(alone, abs=1e-4)
+    ids, _, _, _ = predict._tree_row([(prefix + c, len(prefix)) for c in conts])
+    assert len(ids) == len(prefix) + 3 + 2 + 2 + 1  # 30 31 32 | 40 41 | 35 36 | 7: shared once
 
 
 def test_the_head_sees_the_scored_positions_only(tok, items):
