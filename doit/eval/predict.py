@@ -25,7 +25,8 @@ One line per item of ``PRED.jsonl`` (sorted by type, idx; written atomically)::
 and ``PRED.rules.json`` beside it: ``prediction_rules`` (the formulation the items were
 rendered in, the normalisation the text formulation's ranking is scored with (``norm``, the
 one chosen on the micro study's valid split: ``doit.eval.kinds.DEFAULT_NORM``), chat format, context, each kind's budget, how many items hit it or did not fit,
-stop tokens, letter scoring, what the ranked fields hold).
+how many ranked items were scored in full sequences, stop tokens, letter scoring, what the
+ranked fields hold).
 
 Every prompt is rendered by the tokenizer's chat template (``doit.models.chat``); an untuned
 base gets the template its fine-tuned cells train with (``doit.models.load_for_inference(chat_format=...)``).
@@ -33,8 +34,12 @@ What an item gets follows its answer kind (``doit.data.abilities.KINDS``): a gen
 is decoded greedily and batched (left padding, KV cache, items sorted by prompt length),
 with the kind's budget (the study's 1,024 new tokens) unless overridden, clamped to what the
 context leaves after the prompt (the prompt is never cut); a ranked kind's texts are scored
-(summed log-probabilities, conditional and unconditional) in length-sorted batches; an item
-whose prompt and text do not fit the context whole gets an ``error`` and no scores. Which keys
+(summed log-probabilities, conditional and unconditional), every sequence packed by its
+tokens into token-tree rows under a 4D mask (``packed_logprobs``: each prompt read once,
+texts that begin alike sharing those tokens, every token at the position and with the context
+of its own full sequence), the output layer applied only at the scored positions (README:
+"Ranked texts: the prompt read once"); an item whose prompt and text do not fit the context
+whole gets an ``error`` and no scores. Which keys
 a line carries per kind is ``doit.eval.kinds``' to read back.
 """
 
@@ -67,9 +72,9 @@ RANKED_SCORING = (
     "in its own full sequence), unless its tokens do not begin every text's sequence"
 )
 ATTENTION_WITH_4D_MASKS = ("eager", "sdpa")  # attention implementations ranking can pack for
-SCORING_PATHS = ("shared", "full")  # ranking: the prompt once per item, or once per text
+SCORING_PATHS = ("shared", "full")  # ranking: packed token trees, or one sequence per text
 PACK_WIDTH = 128  # token-tree nodes a packed row holds (a longer sequence gets a row alone)
-RANK_BATCH = 4  # ranked sequences a forward pass, per item of the generation batch: one turn each
+RANK_BATCH = 4  # ranked texts a forward pass, per item of the generation batch
 EMPTY_QUESTION = {
     "messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
 }
@@ -210,6 +215,12 @@ def span_logprobs(model, sequences: list[tuple[list[int], int]], pad_id: int) ->
     rows = pack_rows(sequences)
     sums = packed_logprobs(model, [[sequences[i] for i in row] for row in rows], pad_id)
     return _unpack(rows, sums, len(sequences))
+
+
+def sequence_ppl(model, sequences: list[tuple[list[int], int]], pad_id: int) -> list[float]:
+    """Perplexity of the answer span of each (token ids, answer start) pair, one forward."""
+    sums = span_logprobs(model, sequences, pad_id)
+    return [math.exp(-s / (len(seq) - start)) for s, (seq, start) in zip(sums, sequences)]
 
 
 @torch.inference_mode()
@@ -527,12 +538,14 @@ def _rank(
     model, tokenizer, items: list[dict], batch_size: int, context: int, path: str = "shared"
 ) -> dict:
     """Records of the ranked items: each of their kind's texts (gold first) scored after the
-    prompt and after an empty question (once per distinct text), ``RANK_BATCH x batch_size``
-    texts a forward pass, sorted by length; an item that does not fit the context whole gets
-    an error. ``path``: ``shared`` reads each prompt once and scores its texts as
-    continuations (``group_logprobs``; an item whose prompt does not begin its texts'
-    sequences is scored in full sequences and marked ``choice_full_sequences``); ``full``
-    runs one sequence per text with the whole logits (``span_logprobs_full_logits``)."""
+    prompt and after an empty question (once per distinct text); an item that does not fit the
+    context whole gets an error. ``path``: ``shared`` packs every sequence of the split by its
+    tokens into token-tree rows (``_packed_sums``: each prompt read once, texts that begin
+    alike sharing their beginnings, the head only at scored positions), at most
+    ``RANK_BATCH x batch_size`` texts a forward pass; ``full`` runs one sequence per text with
+    the whole logits (``span_logprobs_full_logits``), as many a pass, sorted by length. Both
+    mark an item whose prompt's tokens do not begin its texts' sequences
+    (``choice_full_sequences``: its texts are scored in their own full sequences)."""
     if path not in SCORING_PATHS:
         raise ValueError(f"ranking path {path!r}: expected one of {', '.join(SCORING_PATHS)}")
     out, rows = {}, []

@@ -4,6 +4,7 @@ layer applied only where a span is scored; the same sums as one full sequence pe
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -183,3 +184,15 @@ def test_encode_gives_the_tokenizers_own_ids(items, make_tokenizer):
     assert tok.is_fast and len(rendered) > len(items)
     for text in rendered:
         assert predict.encode(tok, text) == tok(text, add_special_tokens=False)["input_ids"]
+
+
+def test_span_logprobs_and_sequence_ppl_score_each_span_in_its_own_sequence(tok):
+    """Sequences of any starts, some beginning alike, packed by ``span_logprobs``: each span's
+    sum is its continuation log-probability after its own context."""
+    model = model_for(tok, "resformer")
+    seqs = [([5, 9, 13, 21, 30], 4), ([5, 9, 13, 40, 41], 2), ([5, 9, 13], 1), ([8, 2], 1)]
+    want = [continuation_logprob(model, ids[:start], ids[start:]) for ids, start in seqs]
+    assert predict.span_logprobs(model, seqs, tok.pad_token_id) == pytest.approx(want, abs=1e-4)
+    ppl = predict.sequence_ppl(model, seqs, tok.pad_token_id)
+    lengths = [len(ids) - start for ids, start in seqs]
+    assert ppl == pytest.approx([math.exp(-w / n) for w, n in zip(want, lengths)], rel=1e-4)
