@@ -16,7 +16,7 @@ from doit.eval.score import score_predictions
 from doit.models import load_for_inference
 from doit.models.chat import prepare_tokenizer, speaker_template
 from doit.testing import byte_bpe, continuation_logprob, corpus_texts, tiny_llama
-from tests.eval.oracle import OracleLM
+from tests.eval.oracle import ContextDecoder, OracleLM
 from tests.tiny import FIXTURE, byte_bpe_tokenizer, metaspace_tokenizer
 
 
@@ -200,12 +200,12 @@ class ScriptedLM:
     """``generate`` emits ``script`` (token ids, cyclically; going on where a prompt already
     ends with part of it) and stops, as transformers does, right after the first token in
     ``eos_token_id`` (pad after it); it records each call's unpadded prompts and
-    ``max_new_tokens``. Forward logits are uniform."""
+    ``max_new_tokens``. Scored spans' logits are uniform (a decoder with no next tokens)."""
 
     def __init__(self, tokenizer, script: list[int], context: int = 4096):
         self.tok, self.script, self.device = tokenizer, script, torch.device("cpu")
-        self.config = SimpleNamespace(max_position_embeddings=context)
-        self.calls = []
+        self.config = SimpleNamespace(max_position_embeddings=context, _attn_implementation="eager")
+        self.calls, self.dtype = [], torch.float32
 
     def eval(self):
         return self
@@ -234,8 +234,11 @@ class ScriptedLM:
         most = min(len(prompt), len(self.script) - 1)
         return next((k for k in range(most, 0, -1) if prompt[-k:] == self.script[:k]), 0)
 
-    def __call__(self, input_ids, attention_mask):
-        return SimpleNamespace(logits=torch.zeros(*input_ids.shape, len(self.tok)))
+    def get_decoder(self):
+        return ContextDecoder(len(self.tok), {})
+
+    def get_output_embeddings(self):
+        return torch.nn.Identity()
 
 
 def _generated(items):
