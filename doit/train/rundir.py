@@ -49,7 +49,15 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from doit.io import OutputKind, atomic_write_text, dumps_jsonl, read_json, read_jsonl, write_json
+from doit.io import (
+    OutputKind,
+    atomic_write_text,
+    check_output,
+    dumps_jsonl,
+    read_json,
+    read_jsonl,
+    write_json,
+)
 
 DONE = "DONE"
 RUN_INFO = "run_info.json"
@@ -101,7 +109,7 @@ def is_pretraining_run(run_dir) -> bool:
         return False
     try:
         rows = [r for _, r in read_jsonl(run_dir / METRICS, on_error="skip")]
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):  # unreadable, or not UTF-8 (`doit.io.EncodingError`)
         return False
     return not rows or isinstance(rows[0], dict) and rows[0].get("kind") == "start"
 
@@ -114,6 +122,13 @@ FINE_TUNING_RUN = OutputKind(
 PRETRAINING_RUN = OutputKind(
     "pretraining run", holds=is_pretraining_run, marker=f"no {DONE} and no {METRICS} of a run"
 )
+
+
+def check_output_dir(output_dir, kind: OutputKind, inputs: dict) -> None:
+    """A training command's ``--output_dir`` under doit's one output rule
+    (`doit.io.check_output`), ``inputs`` being what the command reads, by name; a run dir is
+    resumed or read back, never overwritten, so there is no ``--overwrite``."""
+    check_output(output_dir, kind, inputs=inputs, flag="--output_dir", overwrite_flag=None)
 
 
 # --- metrics.jsonl ---------------------------------------------------------------------------------

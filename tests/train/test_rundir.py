@@ -60,3 +60,17 @@ def test_a_resumed_session_keeps_rows_up_to_its_checkpoint_and_counts_sessions(t
     assert [r["step"] for r in rundir.read_metrics(tmp_path)] == [1, 2]
     assert rundir.start_metrics(tmp_path, resume_step=None) == 0
     assert rundir.read_metrics(tmp_path) == []
+
+
+def test_a_folder_whose_metrics_are_not_utf8_is_no_pretraining_run_and_refused(tmp_path):
+    """An existing output_dir holding a metrics.jsonl with a bad byte is someone else's folder:
+    the output rule refuses it in one line (not a traceback from the UTF-8 reader)."""
+    from doit.io import OutputError
+
+    folder = tmp_path / "theirs"
+    folder.mkdir()
+    (folder / rundir.METRICS).write_bytes(b'{"kind": "start"}\n\xff\n')
+    assert not rundir.is_pretraining_run(folder)
+    with pytest.raises(OutputError, match="--output_dir: .* not a doit pretraining run"):
+        rundir.check_output_dir(folder, rundir.PRETRAINING_RUN, {})
+    assert (folder / rundir.METRICS).read_bytes() == b'{"kind": "start"}\n\xff\n'

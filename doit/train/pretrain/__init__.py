@@ -49,11 +49,10 @@ log = logging.getLogger("doit.train.pretrain")
 
 def main(argv: list[str] | None = None) -> int:
     """The command (`recipes/pretrain.py`, `doit pretrain`): parse, run; bad input exits 2."""
+    from doit.io import OutputError
     from doit.train import launch
 
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", level=logging.INFO)
-    from doit.io import OutputError
-
     launch.exit_on_sigterm()  # the launcher stops the other ranks with SIGTERM: clean up anyway
     try:
         result = run(parse_args(argv))
@@ -89,8 +88,6 @@ def check_output_dir(args: PretrainRecipeArgs) -> None:
     """``output_dir`` under doit's one output rule (`doit.io.check_output`): never the corpus
     (``micro_dir``), a train/valid file, the tokenizer, a folder holding one or the current
     directory; an existing folder only when it is a pretraining run's or empty."""
-    from doit.io import check_output
-
     a = args.model
     inputs = {
         "the corpus (--micro_dir)": a.micro_dir,
@@ -98,13 +95,7 @@ def check_output_dir(args: PretrainRecipeArgs) -> None:
         "the valid file (--valid_file)": a.valid_file,
         "the tokenizer (--tokenizer_path)": a.tokenizer_path,
     }
-    check_output(
-        args.training.output_dir,
-        rundir.PRETRAINING_RUN,
-        inputs=inputs,
-        flag="--output_dir",
-        overwrite_flag=None,
-    )
+    rundir.check_output_dir(args.training.output_dir, rundir.PRETRAINING_RUN, inputs)
 
 
 __all__ = [

@@ -109,8 +109,6 @@ def check_output_dir(args) -> None:
     the corpus, the cell or mix drawn from, a folder holding one or the current directory; an
     existing folder only when it is a fine-tuning run's (its run_info.json: then
     `check_resume` decides) or empty. There is no overwrite: give another folder."""
-    from doit.io import check_output
-
     d = args.data
     inputs = {
         "the base (--model_name_or_path)": args.model.model_name_or_path,
@@ -118,13 +116,7 @@ def check_output_dir(args) -> None:
         "the cell (--subset_dir)": d.subset_dir,
         "the mix (--mix)": d.mix,
     }
-    check_output(
-        args.training.output_dir,
-        rundir.FINE_TUNING_RUN,
-        inputs=inputs,
-        flag="--output_dir",
-        overwrite_flag=None,
-    )
+    rundir.check_output_dir(args.training.output_dir, rundir.FINE_TUNING_RUN, inputs)
 
 
 def check_resume(args, train_sha: str | None = None) -> None:
