@@ -101,7 +101,8 @@ def build_parser() -> ArgumentParser:
 
 
 def curriculum_parser(sub) -> None:
-    from doit.analysis.curriculum.options import MODELS, POLICIES, REACH, TRANSFER, UNITS
+    from doit.analysis.curriculum.options import MODELS, REACH, TRANSFER, UNITS
+    from doit.analysis.curriculum.policies import help_text
 
     s = sub.add_parser(
         "curriculum",
@@ -114,7 +115,7 @@ def curriculum_parser(sub) -> None:
     s.add_argument(
         "--policy",
         default="marginal",
-        help=f"comma-separated, or all: {', '.join(POLICIES)} (uniform always comes)",
+        help=help_text(),
     )
     s.add_argument("--out", required=True, type=Path, help="output folder")
     s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
@@ -325,13 +326,13 @@ def curriculum(args) -> int:
 
 def curriculum_for(args):
     """The curriculum of ``run --budget N``'s report section: every policy the study's cells
-    allow (regression with mix cells only), pools from --data or the study's grid."""
+    allow (each policy's `Policy.needs`), pools from --data or the study's grid."""
     from doit.analysis import curriculum as cur
-    from doit.analysis.curriculum.options import POLICIES, Options
+    from doit.analysis.curriculum.options import Options
+    from doit.analysis.curriculum.policies import allowed
     from doit.grid.results import read_results
 
-    has_mixes = bool((read_results(args.source)["construction"] == "mix").any())
-    policies = tuple(p for p in POLICIES if p != "regression" or has_mixes)
+    policies = allowed(read_results(args.source)["construction"])
     options = Options(
         budget=args.budget,
         policies=policies,

@@ -61,7 +61,7 @@ def rank_agreement(a) -> tuple[float, int] | None:
 
 
 def curriculum_gain(differences: pd.DataFrame | None, policy: str = "marginal"):
-    """The test macro row of ``policy`` minus uniform (a namedtuple-like row) or None."""
+    """The test macro row of ``policy`` minus the baseline (a namedtuple-like row) or None."""
     if differences is None or differences.empty:
         return None
     d = differences
@@ -70,11 +70,13 @@ def curriculum_gain(differences: pd.DataFrame | None, policy: str = "marginal"):
 
 
 def _gain_text(gain, budget: int | None, base: str | None, seeds: int) -> str:
+    from doit.analysis.curriculum.policies import baseline  # the curriculum imports the report
+
     over = "items only, one training seed" if seeds < 2 else f"items and {seeds} seeds"
     at = f" at {budget} items" if budget else ""
     on = f" on {base}" if base else ""
     return (
-        f"the marginal curriculum{at}{on} minus uniform, test macro over the "
+        f"the {gain['policy']} curriculum{at}{on} minus {baseline().name}, test macro over the "
         f"{len(ab.ABILITY_KEYS)} in-domain abilities: {ci(gain['diff'], gain['diff_lo'], gain['diff_hi'])} "
         f"points (paired CI over {over})"
     )

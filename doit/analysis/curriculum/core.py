@@ -17,7 +17,7 @@ import pandas as pd
 
 from doit.analysis.curriculum import policies
 from doit.analysis.curriculum.evidence import Evidence, gather
-from doit.analysis.curriculum.options import POLICIES, CurriculumError, Options
+from doit.analysis.curriculum.options import CurriculumError, Options
 from doit.analysis.sensitivity import interval
 
 COLUMNS = [
@@ -69,23 +69,24 @@ class Result:
     def options(self) -> Options:
         return self.evidence.options
 
+    @property
+    def baseline(self) -> policies.Allocation:
+        """The allocation every other is compared with (uniform's)."""
+        return self.allocations[policies.baseline().name]
+
 
 def make(source, options: Options) -> Result:
-    """Every policy of ``options.policies`` (uniform always) with predictions and CIs; ``source``:
-    a study folder or results table, or an `Analysis` of one to reuse (`evidence.gather`)."""
-    unknown = [p for p in options.policies if p not in POLICIES]
-    if unknown:
-        raise CurriculumError(
-            f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)} or all"
-        )
+    """Every policy of ``options.policies`` (the baseline, uniform, always) with predictions and
+    CIs, in the registry's run order; ``source``: a study folder or results table, or an
+    `Analysis` of one to reuse (`evidence.gather`)."""
+    order = policies.run_order(options.policies)  # an unknown name before anything is read
     ev = gather(source, options)
     if not ev.weights.sum() > 0:
         raise CurriculumError(
             "--weights: every weight is 0: the macro they weight is undefined; "
             "give an ability a weight > 0"
         )
-    asked = ["uniform", *(p for p in POLICIES if p in options.policies and p != "uniform")]
-    allocations = {p: policies.POLICY[p](ev) for p in asked}
+    allocations = {p.name: p.allocate(ev) for p in order}
     table = predictions(ev, allocations)
     notes = [*ev.notes, *(f"{p}: {n}" for p, a in allocations.items() for n in a.notes)]
     return Result(ev, allocations, table, notes)
@@ -93,13 +94,14 @@ def make(source, options: Options) -> Result:
 
 def predictions(ev: Evidence, allocations: dict) -> pd.DataFrame:
     """curriculum.csv: a row per policy and ability, and a macro row per policy."""
-    baseline = {}  # model -> uniform's prediction under it
+    baseline = {}  # model -> the baseline's prediction under it
+    base_counts = allocations[policies.baseline().name].counts
     rows = []
     w = ev.weights / ev.weights.sum()
     for alloc in allocations.values():
         model = alloc.model
         if id(model) not in baseline:
-            baseline[id(model)] = model.predict(allocations["uniform"].counts)
+            baseline[id(model)] = model.predict(base_counts)
         base_pt, base_reps = baseline[id(model)]
         point, reps = model.predict(alloc.counts)
         for i, k in enumerate(ev.abilities):

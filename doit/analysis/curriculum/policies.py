@@ -20,32 +20,71 @@ budget counts assistant tokens (each ability's tokens per item from the study): 
 reconstruct take the most items their rule gives within it, marginal and regression optimise
 over token costs in quanta of budget / ``QUANTA`` (so they spend at most the budget), the
 transfer term's N_other from the allocation itself by fixed-point iteration.
+
+**The registry.** ``REGISTRY`` holds one `Policy` record per policy, in run order: its name, the
+function that builds its allocation from the evidence, whether it spends the budget (and so is
+compared with the baseline at it, and trained by ``--validate``), the results-table
+constructions it needs beyond the uniform grid, and whether it is the baseline (uniform) every
+gain is against. Every list of policies (``options.POLICIES``, ``EQUAL_BUDGET``, the CLI's
+``--policy``, what ``run --budget`` makes) is read from it, so a new policy is one function and
+one record.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from doit.analysis.curriculum import regression as reg
-from doit.analysis.curriculum.evidence import Evidence
 from doit.analysis.curriculum.optimise import Infeasible, maximise
 from doit.analysis.curriculum.options import CurriculumError
 from doit.data.mixes import fill_equal
+
+if TYPE_CHECKING:  # the evidence imports the analysis; a policy only reads it
+    from doit.analysis.curriculum.evidence import Evidence
 
 QUANTA = 20_000  # the token budget's resolution in the optimisers
 FIXED_POINT_ROUNDS = 10
 
 
+@runtime_checkable
+class Predictor(Protocol):
+    """What a policy's model answers (`model.ScoreModel`, `regression.RegressionModel`):
+    curriculum.csv's scores, ``extrapolated`` flags and ``model`` column come from these."""
+
+    @property
+    def label(self) -> str:
+        """The model's name in curriculum.csv and the mix's provenance."""
+        ...
+
+    def predict(self, counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray | None]:
+        """(K,) point scores (0-100) of the allocation ``counts`` and (R, K) bootstrap
+        replicates, or None without replicates."""
+        ...
+
+    def extrapolated(self, a: str, n: float) -> bool:
+        """Whether ``n`` items of ability ``a`` lie outside what the model was fitted on."""
+        ...
+
+
 @dataclass
 class Allocation:
-    policy: str
+    """Items per ability, the model that predicts them and notes; ``policy`` is the name of
+    the record that built it (`Policy.allocate`)."""
+
     counts: dict[str, int]
-    model: object  # what predicts it: the evidence's ScoreModel or a RegressionModel
-    equal_budget: bool = True
+    model: Predictor
     notes: list[str] = field(default_factory=list)
+    policy: str = ""
+
+    @property
+    def equal_budget(self) -> bool:
+        return get(self.policy).equal_budget
 
 
 # --- equal shares -----------------------------------------------------------------------------
@@ -88,7 +127,7 @@ def most_within(ev: Evidence, make) -> dict[str, int]:
 
 def uniform(ev: Evidence) -> Allocation:
     counts = most_within(ev, lambda n: equal_shares(n, ev.abilities, ev.lower, ev.upper))
-    return Allocation("uniform", counts, ev.model)
+    return Allocation(counts, ev.model)
 
 
 # --- the study's heuristics -------------------------------------------------------------------
@@ -127,18 +166,16 @@ def reconstruct(ev: Evidence) -> Allocation:
     def make(n):
         return {**fixed, **equal_shares(n - sum(fixed.values()), rest, ev.lower, ev.upper)}
 
-    return Allocation("reconstruct", _ordered(ev, most_within(ev, make)), ev.model, notes=notes)
+    return Allocation(_ordered(ev, most_within(ev, make)), ev.model, notes)
 
 
 def maximum(ev: Evidence) -> Allocation:
     fixed, notes = study_caps(ev)
     counts = {k: fixed.get(k, ev.upper[k]) for k in ev.abilities}
     return Allocation(
-        "maximum",
         counts,
         ev.model,
-        equal_budget=False,
-        notes=notes + ["maximum ignores --budget (every other ability takes its pool or cap)"],
+        notes + ["maximum ignores --budget (every other ability takes its pool or cap)"],
     )
 
 
@@ -190,10 +227,9 @@ def marginal(ev: Evidence) -> Allocation:
     free = [k for k in ev.abilities if k not in resistant]
     if not free:  # nothing responds to data: no allocation beats another, so spread it evenly
         return Allocation(
-            "marginal",
             uniform(ev).counts,
             m,
-            notes=["every ability is resistant to data: the budget is shared equally"],
+            ["every ability is resistant to data: the budget is shared equally"],
         )
     fixed = {k: ev.lower[k] for k in resistant}
     high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
@@ -210,7 +246,7 @@ def marginal(ev: Evidence) -> Allocation:
         total = sum(counts.values())
     if not m.uses_transfer:
         notes.append("transfer-blind: S_a = U_a(n_a)")
-    return Allocation("marginal", _ordered(ev, counts), m, notes=notes)
+    return Allocation(_ordered(ev, counts), m, notes)
 
 
 def regression(ev: Evidence) -> Allocation:
@@ -237,7 +273,7 @@ def regression(ev: Evidence) -> Allocation:
         f"(mean over abilities), RMSE {cv['cv_rmse'].mean():.1f} points, "
         f"{int(cv['points'].iloc[0])} cells ({int(cv['mix_cells'].iloc[0])} mixes)"
     )
-    return Allocation("regression", _ordered(ev, counts), model, notes=notes)
+    return Allocation(_ordered(ev, counts), model, notes)
 
 
 def _search(ev: Evidence, model, high: dict) -> dict[str, int]:
@@ -264,10 +300,80 @@ def _ordered(ev: Evidence, counts: dict) -> dict[str, int]:
     return {k: int(counts.get(k, 0)) for k in ev.abilities}
 
 
-POLICY = {
-    "uniform": uniform,
-    "reconstruct": reconstruct,
-    "maximum": maximum,
-    "marginal": marginal,
-    "regression": regression,
-}
+# --- the registry -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Policy:
+    """One policy: everything the curriculum, its CLI and ``--validate`` know of it."""
+
+    name: str
+    build: Callable[[Evidence], Allocation]  # the evidence -> its allocation
+    summary: str  # a few words for --policy's help
+    equal_budget: bool = True  # spends the budget: compared with the baseline there, validated
+    needs: frozenset[str] = frozenset()  # constructions it needs beyond the uniform grid's cells
+    baseline: bool = False  # the policy every gain is against, always made, first
+
+    def allocate(self, ev: Evidence) -> Allocation:
+        return dataclasses.replace(self.build(ev), policy=self.name)
+
+
+# in run order (the baseline first: the others' gains are against it)
+REGISTRY: tuple[Policy, ...] = (
+    Policy("uniform", uniform, "equal n per ability", baseline=True),
+    Policy("reconstruct", reconstruct, "the study's heuristics from the analysis groups"),
+    Policy(
+        "maximum", maximum, "reconstruct's fixed counts, the rest their pools", equal_budget=False
+    ),
+    Policy("marginal", marginal, "the fitted curves' best macro at the budget"),
+    Policy(
+        "regression", regression, "RegMix: a law regressed on the mixes", needs=frozenset({"mix"})
+    ),
+)
+
+
+def names() -> tuple[str, ...]:
+    """Every policy's name, in run order."""
+    return tuple(p.name for p in REGISTRY)
+
+
+def equal_budget() -> tuple[str, ...]:
+    """The policies that spend the budget (``maximum`` ignores it)."""
+    return tuple(p.name for p in REGISTRY if p.equal_budget)
+
+
+def baseline() -> Policy:
+    """The policy the others are compared with (uniform)."""
+    (base,) = [p for p in REGISTRY if p.baseline]
+    return base
+
+
+def get(name: str) -> Policy:
+    """The record of ``name``; a CurriculumError naming the choices for an unknown one."""
+    for p in REGISTRY:
+        if p.name == name:
+            return p
+    raise CurriculumError(f"--policy {name!r}: expected one of {', '.join(names())} or all")
+
+
+def run_order(asked: Iterable[str]) -> tuple[Policy, ...]:
+    """The baseline, then the ``asked`` policies in registry order (each once)."""
+    wanted = {get(name).name for name in asked}
+    return (baseline(), *(p for p in REGISTRY if p.name in wanted and not p.baseline))
+
+
+def allowed(constructions: Iterable[str]) -> tuple[str, ...]:
+    """The policies a study whose cells have these ``construction`` values can make."""
+    have = set(constructions)
+    return tuple(p.name for p in REGISTRY if p.needs <= have)
+
+
+def help_text() -> str:
+    """``--policy``'s help: every policy, what it does, the baseline always made."""
+    return "comma-separated, or all: " + "; ".join(map(_described, REGISTRY))
+
+
+def _described(p: Policy) -> str:
+    said = [p.summary]
+    said += ["the baseline, always made"] if p.baseline else []
+    said += [] if p.equal_budget else ["ignores the budget"]
+    said += [f"needs {c} cells" for c in sorted(p.needs)]
+    return f"{p.name} ({', '.join(said)})"

@@ -34,8 +34,9 @@ import pandas as pd
 import yaml
 
 from doit.analysis.bootstrap import bootstrap_counts
+from doit.analysis.curriculum import policies
 from doit.analysis.curriculum.core import MACRO, Result
-from doit.analysis.curriculum.options import EQUAL_BUDGET, CurriculumError
+from doit.analysis.curriculum.options import CurriculumError
 from doit.analysis.curriculum.outputs import mix_name
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import interval
@@ -66,11 +67,11 @@ def grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
             f"--validate trains the target base, and {ev.target} is not one of "
             "the study's bases: give --base"
         )
-    reused = "uniform" if reused_uniform(result, seeds) else None
+    reused = result.baseline.policy if reused_uniform(result, seeds) else None
     mixes = [
         str((Path(out) / "mixes" / f"{mix_name(p, result.options.budget)}.yaml").resolve())
-        for p in result.allocations
-        if p in EQUAL_BUDGET and p != reused
+        for p, alloc in result.allocations.items()
+        if alloc.equal_budget and p != reused
     ]
     kept = {k: v for k, v in raw.items() if k not in DROP}
     return {
@@ -89,7 +90,7 @@ def reused_uniform(result: Result, seeds) -> dict[int, str] | None:
     (no ability left out, the mix's pool, data seed 0) finished for every seed; else None."""
     from doit.grid.plan import PLAN, read_plan
 
-    counts = set(result.allocations["uniform"].counts.values())
+    counts = set(result.baseline.counts.values())
     source = Path(result.evidence.analysis.source)
     if len(counts) != 1 or not (source / PLAN).is_file():
         return None
@@ -160,7 +161,7 @@ def compare(
         source = result.evidence.analysis.source
         cells = set(reused.values())
         mine = read_results(source)
-        mine = mine[mine["cell"].isin(cells)].assign(construction="mix", mix="uniform")
+        mine = mine[mine["cell"].isin(cells)].assign(construction="mix", mix=result.baseline.policy)
         table = pd.concat([table, mine.astype(table.dtypes.to_dict())], ignore_index=True)
         theirs = read_results(source, per_item=True)
         items = pd.concat([items, theirs[theirs["cell"].isin(cells)]], ignore_index=True)
@@ -210,16 +211,16 @@ def calibration(result: Result, valid) -> pd.DataFrame:
 
 
 def differences(selected: pd.DataFrame, items, replicates: int, seed: int) -> pd.DataFrame:
-    rows = []
+    rows, base = [], policies.baseline().name
     for split in ["test", *sorted(set(selected["split"]) - {"test", "valid"})]:
         counts = bootstrap_counts(selected, items, replicates, seed, (split,))
         pts = counts.points
-        names = sorted(set(pts["mix"]) - {"uniform"})
+        names = sorted(set(pts["mix"]) - {base})
         for policy in names:
             per = []
             for k in sorted(set(pts["ability"]), key=_order):
                 try:
-                    i, j = counts.column(k, mix=policy), counts.column(k, mix="uniform")
+                    i, j = counts.column(k, mix=policy), counts.column(k, mix=base)
                 except KeyError:
                     continue
                 d = 100 * (counts.k[:, i] / counts.m[:, i] - counts.k[:, j] / counts.m[:, j])
