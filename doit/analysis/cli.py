@@ -22,7 +22,7 @@ from pathlib import Path
 from doit.analysis.formulation import MAX, RULES
 from doit.analysis.select import RULES as SELECT_RULES
 from doit.analysis.sensitivity import DELTA
-from doit.data.abilities import FORMULATIONS
+from doit.data.kinds import FORMULATIONS
 from doit.flags import ArgumentParser, at_least
 from doit.grid.results import ResultsError
 from doit.io import OutputKind, check_output, mark_output, marked_or_holding
@@ -395,12 +395,13 @@ def measure_complexity(base: str, data: str | None, chat_format: str, formulatio
         raise ValueError("--base needs --data DOIT_DIR (the items to rank)")
     from doit.analysis.features import complexity
     from doit.data import abilities as ab
+    from doit.data import kinds as ak
     from doit.data.load import load_items
     from doit.models import load_for_inference
 
     model, tokenizer = load_for_inference(base, chat_format=chat_format)
     items = [
-        ab.formulate(it, formulation)
+        ak.formulate(it, formulation)
         for it in load_items(data, "test")
         if it["ability"] in ab.ABILITY_KEYS
     ]

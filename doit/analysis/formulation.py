@@ -1,7 +1,7 @@
 """Which formulation's scores the analysis reads: one row per scored checkpoint and ability.
 
 A cell's checkpoints may be scored in several formulations (the grid's ``eval_formulations``;
-``doit.data.abilities.FORMULATIONS``): its results rows then differ only in ``formulation``.
+``doit.data.kinds.FORMULATIONS``): its results rows then differ only in ``formulation``.
 Everything downstream (selection, bootstrap, fits) reads one row per (cell, epoch, split,
 ability), chosen here by a rule (``RULES``):
 
@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from doit.data.abilities import FORMULATIONS
+from doit.data.kinds import FORMULATIONS
 
 MAX = "max"
 RULES = (MAX, *FORMULATIONS)

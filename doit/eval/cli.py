@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from doit.data.abilities import FORMULATIONS
+from doit.data.kinds import FORMULATIONS
 from doit.data.schema import DataError
 from doit.eval.kinds import DEFAULT_NORM, NORMS
 from doit.flags import ArgumentParser, at_least
@@ -82,7 +82,7 @@ def cmd_predict(a) -> int:
 
 
 def cmd_score(a) -> int:
-    from doit.data.abilities import formulate
+    from doit.data.kinds import formulate
     from doit.data.load import load_items
     from doit.eval.predict import rules_path
     from doit.eval.score import formulation_of, score_file

@@ -56,13 +56,14 @@ def load_split_items(
     data_dir, split: str, abilities=None, ood: bool = True, formulation: str = "letter"
 ) -> list[dict]:
     """The items to evaluate: ``abilities`` (keys, or a comma-separated string; default all)
-    of ``split``, rendered in ``formulation`` (``doit.data.abilities.formulate``); ``ood``
+    of ``split``, rendered in ``formulation`` (``doit.data.kinds.formulate``); ``ood``
     adds the C-Eval sets to whatever ``abilities`` names, and a C-Eval set named in
     ``abilities`` is loaded without it."""
     from doit.data import abilities as ab
+    from doit.data import kinds as ak
     from doit.data.load import load_items
 
-    ab.check_formulation(formulation)
+    ak.check_formulation(formulation)
     named = list(ab.parse_keys(abilities))
     keys = named + [k for k in ab.OOD_KEYS if k not in named] if named and ood else named
     ood = ood or any(k in ab.OOD_KEYS for k in keys)
@@ -88,7 +89,7 @@ def load_split_items(
             split,
             ", ".join(lacking),
         )
-    return [ab.formulate(it, formulation) for it in items]
+    return [ak.formulate(it, formulation) for it in items]
 
 
 def predict_split(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from doit.data.abilities import FORMULATIONS
+from doit.data.kinds import FORMULATIONS
 from doit.io import atomic_path, inside
 
 RESULTS_DIR, ITEMS_DIR = "results", "items"

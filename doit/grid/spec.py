@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.io import YamlError, parse_yaml, read_yaml
 
 LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
@@ -141,7 +142,7 @@ class Grid:
     pretrain_seeds: tuple[int, ...] | None = None  # pretraining-only: build every base once
     # per seed (its path's {seed} filled in, `seed` over its config); None: the bases as written
     bases_dir: str | None = None  # relative base paths are under it; None: the current directory
-    # how cells train and are scored (doit.data.abilities.FORMULATIONS); several: an axis
+    # how cells train and are scored (doit.data.kinds.FORMULATIONS); several: an axis
     formulations: tuple[str, ...] = ("letter",)
     eval_formulations: tuple[str, ...] = ()  # scored besides, on the same checkpoints
 
@@ -452,8 +453,8 @@ def _sft(c: _Check, raw) -> Sft:
 
 
 def _budgets(c: _Check, value) -> dict[str, int]:
-    value = c.mapping("max_new_tokens", value, set(ab.GENERATED_KINDS))
-    missing = [k for k in ab.GENERATED_KINDS if k not in value]
+    value = c.mapping("max_new_tokens", value, set(ak.GENERATED_KINDS))
+    missing = [k for k in ak.GENERATED_KINDS if k not in value]
     if missing:  # explicit: an untuned base never stops early, so a default would cost hours
         c.fail("max_new_tokens", f"give every generated kind; missing {', '.join(missing)}")
     for k, v in value.items():
@@ -497,9 +498,9 @@ def _formulations(key: str, empty: bool):
     def parse(c: _Check, value) -> tuple[str, ...]:
         values = value if isinstance(value, list) else [value]
         if not values and not empty:
-            c.fail(key, f"expected a formulation or a list of them ({', '.join(ab.FORMULATIONS)})")
+            c.fail(key, f"expected a formulation or a list of them ({', '.join(ak.FORMULATIONS)})")
         for v in values:
-            c.choice(key, v, ab.FORMULATIONS)
+            c.choice(key, v, ak.FORMULATIONS)
         if len(set(values)) != len(values):
             c.fail(key, f"repeats a value: {values}")
         return tuple(values)
