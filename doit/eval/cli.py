@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from doit.data.chat_formats import CHAT_FORMATS
 from doit.data.kinds import FORMULATIONS
 from doit.data.schema import DataError
 from doit.eval.kinds import DEFAULT_NORM, NORMS
@@ -165,7 +166,7 @@ def build_parser() -> ArgumentParser:
     )
     pr.add_argument(
         "--chat-format",
-        choices=["doit", "native"],
+        choices=CHAT_FORMATS,
         help="render as fine-tuning with this chat_format does (needed for an untuned base; "
         "default: the tokenizer's saved template)",
     )

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from doit.data import abilities as ab
 from doit.data import kinds as ak
+from doit.data.chat_formats import CHAT_FORMATS
 from doit.io import YamlError, parse_yaml, read_yaml
 
 LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
 KEEP = ("all", "scored", "best", "last")
 EVAL_EPOCHS = ("all", "last")
-CHAT_FORMATS = ("doit", "native")
 DATA_AXES = ("per_ability", "loo", "synthetic", "mix", "random_mixes")
 SEED = "{seed}"  # the placeholder a base path takes under `pretrain_seed`
 NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a name that becomes part of a path (cell ids, files)

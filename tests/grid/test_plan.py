@@ -132,6 +132,10 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"max_new_tokens": {"mc": 4}}, "max_new_tokens"),
         ({"eval_epochs": "best"}, "eval_epochs"),
         ({"bases": [{"name": "b", "arch": "llama", "path": "x"}]}, "bases[0].params"),
+        (
+            {"bases": [{"name": "b", "arch": "llama", "path": "x", "chat_format": "chatml"}]},
+            "bases[0].chat_format",
+        ),
         ({"sft": {"config": "nope.yaml"}}, "sft.config"),
         ({"sedd": [0]}, "sedd"),
         ({"formulation": "cloze"}, "formulation"),

@@ -24,8 +24,8 @@ from typing import Any
 
 from doit.data import abilities as ab
 from doit.data import kinds as ak
+from doit.data.chat_formats import CHAT_FORMATS
 from doit.data.layout import TRAIN_POOLS
-from doit.models.chat import CHAT_FORMATS
 from doit.train import launch
 from doit.train.errors import ConfigError
 
