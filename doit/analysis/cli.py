@@ -22,7 +22,7 @@ from pathlib import Path
 from doit.analysis.formulation import MAX, RULES
 from doit.analysis.select import RULES as SELECT_RULES
 from doit.analysis.sensitivity import DELTA
-from doit.data.kinds import FORMULATIONS
+from doit.data.kinds import FORMULATIONS, LETTER
 from doit.flags import ArgumentParser, at_least
 from doit.grid.results import ResultsError
 from doit.io import OutputKind, check_output, mark_output, marked_or_holding
@@ -209,7 +209,7 @@ def run(args) -> int:
     if args.base:
         trained = sorted(a.analysed_rows["cell_formulation"].dropna().unique())
         a.complexity = measure_complexity(
-            args.base, args.data, args.chat_format, trained[0] if len(trained) == 1 else "letter"
+            args.base, args.data, args.chat_format, trained[0] if len(trained) == 1 else LETTER
         )
     out, step = args.out, args.step
     written = write_tables(a, out, step)
@@ -389,7 +389,7 @@ def ladder(args) -> int:
     return 0
 
 
-def measure_complexity(base: str, data: str | None, chat_format: str, formulation: str = "letter"):
+def measure_complexity(base: str, data: str | None, chat_format: str, formulation: str = LETTER):
     """Complexity on the test items as the analysed cells were asked them (``formulation``)."""
     if not data:
         raise ValueError("--base needs --data DOIT_DIR (the items to rank)")

@@ -143,7 +143,7 @@ class Grid:
     # per seed (its path's {seed} filled in, `seed` over its config); None: the bases as written
     bases_dir: str | None = None  # relative base paths are under it; None: the current directory
     # how cells train and are scored (doit.data.kinds.FORMULATIONS); several: an axis
-    formulations: tuple[str, ...] = ("letter",)
+    formulations: tuple[str, ...] = (ak.LETTER,)
     eval_formulations: tuple[str, ...] = ()  # scored besides, on the same checkpoints
 
     @property

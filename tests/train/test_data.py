@@ -227,4 +227,4 @@ def test_the_micro_recipe_keeps_every_micro_item_whole(micro_dir):
         for split in ("full", "valid", "test")
         for it in load_items(micro_dir, split, pool="full", ood=False)
     )
-    assert 100 < longest <= config["max_length"]  # 118 since #21 shortened math
+    assert 100 < longest <= config["max_length"]  # 118 since math takes 1-3 small steps

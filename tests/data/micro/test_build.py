@@ -268,11 +268,11 @@ def test_same_seed_same_bytes_other_seed_differs(micro_dir, tmp_path):
 
 
 # sha256 over "<path> <sha256>" lines of every seed-0 file outside tokenizer/ (whose bytes
-# also depend on the tokenizers version), as generated since #21 (math in 1-3 small steps,
-# 5-shot prompts that fit 256 positions, the planted ordering in ground_truth.json).
+# also depend on the tokenizers version), as the generator writes them now (math in 1-3 small
+# steps, 5-shot prompts that fit 256 positions, the planted ordering in ground_truth.json).
 SEED_0_RECORDS_DIGEST = "453a328f008b2b15212e83f2c283ab0ce7947ed3825303eae94db5dd5c7557c8"
 # The pretraining text the recorded ladder (studies/value_residual_micro_ladder) and the micro
-# study's bases were trained on: unchanged by #21, which changed items only.
+# study's bases were trained on: unchanged when those items were last rewritten.
 PRETRAIN_SHA256 = {
     "pretrain/train.txt": "0f1c2ac365bff42e8a48df3fcab56d7a7a18540e1830582ef2ed608da55022ff",
     "pretrain/valid.txt": "de65e6fade438d3f2e4bf59980adc4685e21c8604533408afeb881e3d47787d7",
@@ -387,7 +387,7 @@ def test_ground_truth_matches_the_design(micro_dir):
 @pytest.mark.parametrize("formulation", ["letter", "text"])
 def test_every_ood_prompt_fits_the_micro_context_with_room_for_the_answer(micro_dir, formulation):
     """A 5-shot prompt and its answer fit the micro bases' 256 positions, with 16 tokens to
-    spare for a letter's generation budget (#21: teacher qualification used to get none)."""
+    spare for a letter's generation budget (teacher qualification once had none)."""
     tok = AutoTokenizer.from_pretrained(micro_dir / "tokenizer")
     prepare_tokenizer(tok)
     test = load_items(micro_dir, "test")
