@@ -23,6 +23,7 @@ from doit.analysis.formulation import MAX, RULES
 from doit.analysis.select import RULES as SELECT_RULES
 from doit.analysis.sensitivity import DELTA
 from doit.data.kinds import FORMULATIONS, LETTER
+from doit.data.layout import TRAIN_POOLS
 from doit.flags import ArgumentParser, at_least
 from doit.grid.results import ResultsError
 from doit.io import OutputKind, check_output, mark_output, marked_or_holding
@@ -128,7 +129,7 @@ def curriculum_parser(sub) -> None:
         "--source",
         dest="pool_source",
         default="1000",
-        choices=("1000", "full"),
+        choices=TRAIN_POOLS,
         help="the train pool the mix draws from (the mix's `source`)",
     )
     for flag, what in (

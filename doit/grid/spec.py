@@ -22,6 +22,7 @@ from pathlib import Path
 from doit.data import abilities as ab
 from doit.data import kinds as ak
 from doit.data.chat_formats import CHAT_FORMATS
+from doit.data.layout import TRAIN_POOLS
 from doit.io import YamlError, parse_yaml, read_yaml
 
 LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
@@ -415,7 +416,7 @@ def _random_mixes(c: _Check, key: str, raw, names: set[str]) -> RandomMixes:
         **fields,
         concentration=float(conc),
         seed=c.integer(f"{key}.seed", raw.get("seed", 0), minimum=0),
-        source=c.choice(f"{key}.source", str(raw.get("source", "1000")), ("1000", "full")),
+        source=c.choice(f"{key}.source", str(raw.get("source", "1000")), TRAIN_POOLS),
         bases=tuple(bases) if bases is not None else None,
     )
 
