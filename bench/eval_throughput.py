@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.eval.evaluate import load_split_items
 from doit.eval.predict import SCORING_PATHS, predict_items
 from doit.eval.score import score_predictions
@@ -108,8 +108,8 @@ def bench_ranking(model, tok, ranked: list[dict], a) -> None:
     if a.baseline:  # another revision's predict.py, its default path
         old = baseline_module(a.baseline)
         runs["baseline"] = lambda: old.predict_items(model, tok, ranked, a.batch_size)
-    texts = {t for it in ranked for t in ab.kind(it["answer_kind"]).ranked(it)}
-    n_cond = sum(len(ab.kind(it["answer_kind"]).ranked(it)) for it in ranked)
+    texts = {t for it in ranked for t in ak.kind(it["answer_kind"]).ranked(it)}
+    n_cond = sum(len(ak.kind(it["answer_kind"]).ranked(it)) for it in ranked)
     print(
         f"ranking: {len(ranked)} ranked items, {n_cond} texts after their prompt, "
         f"{len(texts)} unconditional texts, batch size {a.batch_size}"
@@ -184,7 +184,7 @@ def rescore(a) -> None:
         formulation = json.loads((cell / "cell.json").read_text(encoding="utf-8"))["formulation"]
         model, tok = Model(str(cell / "run")).load()
         for split in ("valid", "test"):
-            stem = split if formulation == ab.LETTER else f"{split}.{formulation}"
+            stem = split if formulation == ak.LETTER else f"{split}.{formulation}"
             (study_scores,) = sorted(cell.glob(f"eval/*/{stem}.scores.json"))[-1:]
             study = json.loads(study_scores.read_text(encoding="utf-8"))
             seconds, scores = {}, {}
@@ -237,7 +237,7 @@ def main() -> None:
     )
     p.add_argument("--base", help="a micro base directory (default: a random micro Llama)")
     p.add_argument("--chat-format", default="doit", help="how --base renders (untuned: doit)")
-    p.add_argument("--formulation", choices=ab.FORMULATIONS, default=ab.LETTER)
+    p.add_argument("--formulation", choices=ak.FORMULATIONS, default=ak.LETTER)
     p.add_argument("--path", choices=SCORING_PATHS, help="time one ranking path (default both)")
     p.add_argument("--per-ability", type=int, default=20, help="items per ability (0: all)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -261,14 +261,14 @@ def main() -> None:
         return rescore(a)
     model, tok = load(a)
     items = selection(a)
-    ranked = [it for it in items if ab.kind(it["answer_kind"]).ranked is not None]
+    ranked = [it for it in items if ak.kind(it["answer_kind"]).ranked is not None]
     print(
         f"model: {a.base or 'random micro Llama'}; formulation {a.formulation}; "
         f"{len(items)} items ({a.per_ability or 'all'} per ability)"
     )
     if ranked:
         bench_ranking(model, tok, ranked, a)
-    generated = [it for it in items if ab.kind(it["answer_kind"]).ranked is None]
+    generated = [it for it in items if ak.kind(it["answer_kind"]).ranked is None]
     bench_generation(model, tok, generated, a)
 
 

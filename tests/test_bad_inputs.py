@@ -1,6 +1,6 @@
-"""The bad-input sweep (issue #20): every input the sweep named, each answered by a located
-error (exit 2, the file/line/key named) or by the correct result, never by a traceback, a
-silent wrong result or lost data. One test per input; the section says which item it is."""
+"""The bad-input sweep: every input once found to crash, mislead or lose data, each answered
+by a located error (exit 2, the file/line/key named) or by the correct result, never by a
+traceback, a silent wrong result or lost data. One test per input, in sections by concern."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_an_unrelated_existing_folder_or_file_needs_overwrite(corpus, tmp_path, 
     afile.write_text("keep me too")
     for target, says in ((mine, "--overwrite"), (afile, "is a file; a folder is expected")):
         assert data(["subset", str(corpus), "--per-ability", "1", "--out", str(target)]) == 2
-        assert says in capsys.readouterr().err  # a file is never replaced by a folder (#26)
+        assert says in capsys.readouterr().err  # a file is never replaced by a folder
     assert (mine / "notes.txt").read_text() == "keep me" and afile.read_text() == "keep me too"
     argv = ["subset", str(corpus), "--per-ability", "1", "--out", str(mine), "--overwrite"]
     assert data(argv) == 0 and (mine / "n0001").is_dir()
@@ -737,7 +737,7 @@ def test_a_cell_failed_just_before_a_second_runner_reaches_it_is_not_rerun(tmp_p
     assert ran[-1] == cells[1].id
 
 
-# --- #26 output rule ---
+# --- the output rule: what --out may replace ---
 import contextlib  # noqa: E402  (this section's own imports: it is appended whole)
 import io  # noqa: E402
 import shutil  # noqa: E402
@@ -1130,7 +1130,7 @@ def test_each_writers_own_earlier_output_passes_the_rule_and_a_stranger_does_not
     assert (stranger / "notes.txt").read_text() == "{}"
 
 
-# --- #26 silent results, plan checks, located errors --------------------------------------------
+# --- silent results, plan checks, located errors -------------------------------------------------
 @pytest.mark.parametrize(
     ("flags", "flag"), [(["--valid", "-1", "--test", "5"], "--valid"), (["--test", "-2"], "--test")]
 )

@@ -40,11 +40,22 @@ def test_every_yaml_and_json_under_recipes_parses(path):
     assert isinstance(data, dict) and data  # parse_yaml: no key given twice
 
 
-def test_mixes_validate():
-    from doit.data.mixes import load_mix
+def test_every_shipped_mix_draws_within_the_real_doit_pools():
+    """Each mix parses, names a train pool, and resolves against that pool's real sizes (the
+    1000 pool: 1,000 an ability; full: recipes/mixes/README.md) with >= 1 item per ability it
+    draws: parsing alone would not catch a count or fill total the corpus cannot give."""
+    from doit.data.layout import TRAIN_POOLS
+    from doit.data.mixes import load_mix, resolve_counts
+    from tests.data.pools import DOIT_FULL
 
-    for path in sorted((RECIPES / "mixes").glob("*.yaml")):
-        load_mix(path)
+    pools = {"1000": {k: min(n, 1000) for k, n in DOIT_FULL.items()}, "full": DOIT_FULL}
+    paths = sorted((RECIPES / "mixes").glob("*.yaml"))
+    assert len(paths) == 5, [p.name for p in paths]  # a moved folder would check nothing
+    for path in paths:
+        spec = load_mix(path)
+        assert spec.path == str(path) and spec.source in TRAIN_POOLS, path.name
+        counts = resolve_counts(spec, pools[spec.source])
+        assert counts and min(counts.values()) >= 1, (path.name, counts)
 
 
 @pytest.mark.parametrize("path", DEEPSPEED, ids=lambda p: p.name)

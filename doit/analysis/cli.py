@@ -22,7 +22,8 @@ from pathlib import Path
 from doit.analysis.formulation import MAX, RULES
 from doit.analysis.select import RULES as SELECT_RULES
 from doit.analysis.sensitivity import DELTA
-from doit.data.abilities import FORMULATIONS
+from doit.data.kinds import FORMULATIONS, LETTER
+from doit.data.layout import TRAIN_POOLS
 from doit.flags import ArgumentParser, at_least
 from doit.grid.results import ResultsError
 from doit.io import OutputKind, check_output, mark_output, marked_or_holding
@@ -129,7 +130,7 @@ def curriculum_parser(sub) -> None:
         "--source",
         dest="pool_source",
         default="1000",
-        choices=("1000", "full"),
+        choices=TRAIN_POOLS,
         help="the train pool the mix draws from (the mix's `source`)",
     )
     for flag, what in (
@@ -210,7 +211,7 @@ def run(args) -> int:
     if args.base:
         trained = sorted(a.analysed_rows["cell_formulation"].dropna().unique())
         a.complexity = measure_complexity(
-            args.base, args.data, args.chat_format, trained[0] if len(trained) == 1 else "letter"
+            args.base, args.data, args.chat_format, trained[0] if len(trained) == 1 else LETTER
         )
     out, step = args.out, args.step
     written = write_tables(a, out, step)
@@ -390,18 +391,19 @@ def ladder(args) -> int:
     return 0
 
 
-def measure_complexity(base: str, data: str | None, chat_format: str, formulation: str = "letter"):
+def measure_complexity(base: str, data: str | None, chat_format: str, formulation: str = LETTER):
     """Complexity on the test items as the analysed cells were asked them (``formulation``)."""
     if not data:
         raise ValueError("--base needs --data DOIT_DIR (the items to rank)")
     from doit.analysis.features import complexity
     from doit.data import abilities as ab
+    from doit.data import kinds as ak
     from doit.data.load import load_items
     from doit.models import load_for_inference
 
     model, tokenizer = load_for_inference(base, chat_format=chat_format)
     items = [
-        ab.formulate(it, formulation)
+        ak.formulate(it, formulation)
         for it in load_items(data, "test")
         if it["ability"] in ab.ABILITY_KEYS
     ]

@@ -5,7 +5,7 @@ feature columns of a features table).
 - ``complexity(model, tokenizer, items)``: 1 - (acc_rank - chance) / (100 - chance), where
   acc_rank is the untuned base's format-free ranking accuracy: the share of items whose gold
   answer text has a higher mean per-token log-likelihood after the prompt than every
-  alternative (each answer kind's ``alternatives`` in ``doit.data.abilities``: the other
+  alternative (each answer kind's ``alternatives`` in ``doit.data.kinds``: the other
   option texts for mc/multiselect, the answer of an item with the other label for tf, the
   two distractors for open items, the golds of 3 other items of the ability for cloze and
   math; for the text formulation's items, their other ranked texts: the items are measured
@@ -25,7 +25,7 @@ from scipy.stats import spearmanr
 from doit.analysis.bootstrap import Counts
 from doit.analysis.fits import uniform
 from doit.analysis.sensitivity import interval
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 
 LOO, PROXY = (
     "leave-one-out",
@@ -145,7 +145,7 @@ def _row(ability, method, pairs, gain, gain_reps, kept, kept_reps):
 def candidates(item: dict, same_ability: list[dict]) -> tuple[str, list[str]] | None:
     """(gold answer text, alternative texts) for the ranking test, or None when the item has
     no alternatives to rank against: its answer kind's ``alternatives``."""
-    return ab.kind(item["answer_kind"]).alternatives(item, same_ability)
+    return ak.kind(item["answer_kind"]).alternatives(item, same_ability)
 
 
 def complexity(model, tokenizer, items: list[dict], batch_size: int = 16) -> pd.DataFrame:

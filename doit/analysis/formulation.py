@@ -1,7 +1,7 @@
 """Which formulation's scores the analysis reads: one row per scored checkpoint and ability.
 
 A cell's checkpoints may be scored in several formulations (the grid's ``eval_formulations``;
-``doit.data.abilities.FORMULATIONS``): its results rows then differ only in ``formulation``.
+``doit.data.kinds.FORMULATIONS``): its results rows then differ only in ``formulation``.
 Everything downstream (selection, bootstrap, fits) reads one row per (cell, epoch, split,
 ability), chosen here by a rule (``RULES``):
 
@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from doit.data.abilities import FORMULATIONS
+from doit.data.kinds import FORMULATIONS, TEXT
 
 MAX = "max"
 RULES = (MAX, *FORMULATIONS)
@@ -138,7 +138,7 @@ def rescored(study, norm: str, splits=("valid",)) -> tuple[pd.DataFrame, pd.Data
     from doit.grid.plan import CELLS, read_plan
     from doit.grid.results import read_results
 
-    text = FORMULATIONS[1]
+    text = TEXT
     grid = read_plan(study).grid
     rows, items = read_results(study), read_results(study, per_item=True)
     rows = rows[rows["split"].isin(splits) & (rows["formulation"] == text)]

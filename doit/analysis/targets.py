@@ -1,5 +1,5 @@
-"""The micro world's targets (issue #12's for the letter formulation, #21's for the text
-formulation), checked on a micro study's scores.
+"""The micro world's targets, checked on a micro study's scores: ``TARGETS`` for a study scored
+in the letter formulation, ``TEXT_TARGETS`` for one in the text formulation (``SETS``).
 
 A micro study fine-tunes two bases over n items per ability (``recipes/grids/micro.yaml``);
 the targets ask whether its abilities respond as the micro world planted them
@@ -22,11 +22,12 @@ from doit.analysis.bootstrap import Counts, bootstrap_counts
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import interval
 from doit.analysis.summary import ci
+from doit.data.kinds import LETTER, TEXT
 from doit.grid.results import read_results
 
 SPLITS = ("valid", "test")
 KNOWLEDGE_SIZE = ("biology", "history", "chinese", "code")
-# #21: the planted-learnable abilities other than math (math is asked for less: +3 points)
+# the text targets' planted-learnable abilities: all but math (math is asked for less: +3 points)
 LEARNABLE = (
     "biology",
     "history",
@@ -178,7 +179,7 @@ def _creative(c, truth, table, small, large, lo_n, hi_n):
     return all(abs(d) <= 5 or lo <= 0 <= hi for d, lo, hi in cw.values()), _fmt(cw)
 
 
-# the targets #12's and #21's sets share
+# the targets the letter and text sets share
 SIZE = (
     "size responds: >= 3 of biology, history, chinese, code: the larger base ahead by >= 5 at "
     "n = {hi}, CI above 0",
@@ -223,7 +224,7 @@ TEXT_TARGETS = (
     ),
     CREATIVE,
 )
-SETS = {"letter": TARGETS, "text": TEXT_TARGETS}  # #12's targets, #21's
+SETS = {LETTER: TARGETS, TEXT: TEXT_TARGETS}  # by the formulation the study is scored in
 
 
 def check_targets(
@@ -233,10 +234,10 @@ def check_targets(
     large: str,
     lo_n: int,
     hi_n: int,
-    which: str = "letter",
+    which: str = LETTER,
 ) -> list[tuple[str, bool | None, str]]:
-    """[(target, passed or None when the study lacks its cells, detail)]: issue #12's targets
-    (``which="letter"``) or #21's (``"text"``)."""
+    """[(target, passed or None when the study lacks its cells, detail)]: the targets of a study
+    scored in formulation ``which`` (``SETS``)."""
     table = score_table(counts, truth)
     results = []
     for name, check in SETS[which]:

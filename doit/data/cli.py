@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from doit.data.layout import TRAIN_POOLS
 from doit.data.schema import DataError
 from doit.flags import ArgumentParser, at_least
 
@@ -253,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("path")
     su.add_argument("--out", required=True)
     su.add_argument("--per-ability", type=_ints, default=[1, 4, 16, 64, 256, 1000])
-    su.add_argument("--pool", choices=["1000", "full"], default="1000")
+    su.add_argument("--pool", choices=TRAIN_POOLS, default="1000")
     su.add_argument("--abilities", help="comma-separated ability keys (default: all ten)")
     su.add_argument(
         "--synthetic", action="store_true", help="synthetic-only cells of --totals items"

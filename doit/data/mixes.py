@@ -36,6 +36,7 @@ from typing import Any
 
 from doit.data import abilities as ab
 from doit.data.cells import cell_name, pool_sizes, source_is_synthetic, write_cell
+from doit.data.layout import TRAIN_POOLS
 from doit.data.load import load_items
 from doit.data.sampling import by_ability, take
 from doit.io import YamlError, atomic_output_dir, check_output, read_yaml
@@ -141,8 +142,8 @@ def parse_mix(raw: Any, path: str = "<mix>") -> MixSpec:
         _fail(path, unknown[0], f"unknown key; allowed: {', '.join(sorted(_KEYS))}")
     spec = MixSpec(path=path, seed=_int(path, "seed", raw.get("seed", 0)))
     spec.source = str(raw.get("source", "1000"))
-    if spec.source not in ("1000", "full"):
-        _fail(path, "source", f"expected 1000 or full, got {raw.get('source')!r}")
+    if spec.source not in TRAIN_POOLS:
+        _fail(path, "source", f"expected {' or '.join(TRAIN_POOLS)}, got {raw.get('source')!r}")
     counts = raw.get("counts") or {}
     if not isinstance(counts, dict):
         _fail(path, "counts", "expected a mapping ability -> int | all")

@@ -4,7 +4,7 @@ An option is marked by a letter A-F and a separator (``.`` ``:`` ``、`` ``)``; 
 forms too) at a line start or after whitespace, so several options may share a line
 (``B. 乙 C. 丙 D. 丁``). Its text runs to the next mark on its line or to the line end.
 Validation (``doit.data.schema``: which letters an item offers), the format-free ranking and
-the text formulation (``doit.data.abilities``: which option texts compete with the gold's, and
+the text formulation (``doit.data.kinds``: which option texts compete with the gold's, and
 the question without them) all read it.
 """
 
@@ -55,7 +55,7 @@ def option_marks(question: str) -> list[tuple[str, str]]:
 def without_options(question: str) -> str:
     """``question`` with every option (its mark and its text) taken out, and the lines that
     held only options dropped: ``题目\nA. 甲\nB. 乙 C. 丙`` -> ``题目``. The text formulation
-    of multiple choice (``doit.data.abilities.formulate``) asks this."""
+    of multiple choice (``doit.data.kinds.formulate``) asks this."""
     spans = _spans(question)
     if not spans:
         return question.strip()

@@ -19,7 +19,7 @@ question_format  0 exact match, 1 open-ended (perplexity ranking); -1 synthetic
 messages   list of {role, content}, alternating user/assistant, ending with assistant
 choices    format 1: [gold, fine distractor, coarse distractor]; else []
 answer     math: the gold final answer; else None
-answer_kind  one of the kinds registered in ``doit.data.abilities.KINDS`` (mc, tf, cloze,
+answer_kind  one of the kinds registered in ``doit.data.kinds.KINDS`` (mc, tf, cloze,
            multiselect, math, open); None for synthetic
 options    mc/multiselect: the question's option letters, e.g. ["A","B","C"], marked
            "A. ..." at a line start or after a space (``doit.data.options``);
@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from doit.data import abilities as ab
-from doit.data.abilities import FALSE_LABELS, TRUE_LABELS
+from doit.data import kinds as ak
+from doit.data.kinds import FALSE_LABELS, TRUE_LABELS
 from doit.data.options import OPTION_LETTERS, option_letters
 
 ERROR, WARNING = "error", "warning"
@@ -239,7 +240,7 @@ def _is_letter_answer(answer: str, question: str, kinds: tuple[str, ...]) -> boo
     letter = single_letter(answer, OPTION_LETTERS)
     if letter is None:
         return False
-    return not (ab.TF in kinds and tf_label(answer)) or letter in option_letters(question)
+    return not (ak.TF in kinds and tf_label(answer)) or letter in option_letters(question)
 
 
 Derived = tuple[str, list[str], str]  # (answer_kind, options, gold)
@@ -248,7 +249,7 @@ Derived = tuple[str, list[str], str]  # (answer_kind, options, gold)
 def _mc(answer: str, question: str, c: _Checker) -> Derived | None:
     letter = single_letter(answer, OPTION_LETTERS)
     options = _options(question, letter, c)
-    return None if options is None else (ab.MC, options, letter)
+    return None if options is None else (ak.MC, options, letter)
 
 
 def _multiselect(answer: str, question: str, c: _Checker) -> Derived | None:
@@ -263,7 +264,7 @@ def _multiselect(answer: str, question: str, c: _Checker) -> Derived | None:
     options = _options(question, gold, c, widen=True)
     if options is None:
         return None
-    return ab.MULTISELECT, options, gold
+    return ak.MULTISELECT, options, gold
 
 
 def _open(record: dict[str, Any], answer: str, c: _Checker) -> Derived | None:
@@ -279,7 +280,7 @@ def _open(record: dict[str, Any], answer: str, c: _Checker) -> Derived | None:
         c.warn("choices", "choices repeat: a distractor equals another choice")
     if choices[0].strip() != answer.strip():
         c.warn("choices", "choices[0] (the gold answer) differs from the last assistant message")
-    return ab.OPEN, [], choices[0]
+    return ak.OPEN, [], choices[0]
 
 
 def derive_answer(
@@ -289,27 +290,27 @@ def derive_answer(
     kinds = ab.get(ability).answer_kinds
     answer = messages[-1]["content"]
     question = messages[-2]["content"] if len(messages) >= 2 else ""
-    if ab.OPEN in kinds:
+    if ak.OPEN in kinds:
         return _open(record, answer, c)
-    if ab.MATH in kinds:
+    if ak.MATH in kinds:
         gold = record.get("answer")
         if isinstance(gold, (int, float)) and not isinstance(gold, bool):
             gold = str(gold)
         if not isinstance(gold, str) or not gold.strip():
             c.error("answer", "math items need a non-empty `answer` (the gold final answer)")
             return None
-        return ab.MATH, [], gold.strip()
-    if ab.MULTISELECT in kinds:
+        return ak.MATH, [], gold.strip()
+    if ak.MULTISELECT in kinds:
         return _multiselect(answer, question, c)
-    if ab.MC in kinds and _is_letter_answer(answer, question, kinds):
+    if ak.MC in kinds and _is_letter_answer(answer, question, kinds):
         return _mc(answer, question, c)
     derived = None
-    if ab.TF in kinds and tf_label(answer):
-        derived = ab.TF, [], tf_label(answer)
-    if derived is None and ab.CLOZE in kinds and first_chinese_span(answer):
-        derived = ab.CLOZE, [], answer.strip()  # whole: "学而时习之，不亦说乎"
+    if ak.TF in kinds and tf_label(answer):
+        derived = ak.TF, [], tf_label(answer)
+    if derived is None and ak.CLOZE in kinds and first_chinese_span(answer):
+        derived = ak.CLOZE, [], answer.strip()  # whole: "学而时习之，不亦说乎"
     if derived is None:
-        wants = " or ".join(ab.kind(k).gold for k in kinds)
+        wants = " or ".join(ak.kind(k).gold for k in kinds)
         c.error(
             "messages[-1].content",
             f"gold not derivable for {ability}: expected {wants}, got {answer.strip()[:40]!r}",
@@ -325,7 +326,7 @@ def check_format(ability: str, record: dict[str, Any], c: _Checker) -> int | Non
     if isinstance(qf, bool) or qf not in (0, 1):
         c.error("question_format", f"must be 0 or 1, got {qf!r}")
         return None
-    is_open = ab.OPEN in ab.get(ability).answer_kinds
+    is_open = ak.OPEN in ab.get(ability).answer_kinds
     if bool(qf) != is_open:
         want = 1 if is_open else 0
         c.error(
@@ -383,7 +384,7 @@ def _item(ability, record, messages, idx, qf, derived, path, line) -> dict[str, 
         "line": line,
     }
     if kind is not None:  # synthetic records have none
-        item["chance"] = ab.kind(kind).chance(item)
+        item["chance"] = ak.kind(kind).chance(item)
     return item
 
 

@@ -15,7 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from doit.data.abilities import FORMULATIONS
+from doit.data.chat_formats import CHAT_FORMATS
+from doit.data.kinds import FORMULATIONS, LETTER
 from doit.data.schema import DataError
 from doit.eval.kinds import DEFAULT_NORM, NORMS
 from doit.flags import ArgumentParser, at_least
@@ -82,7 +83,7 @@ def cmd_predict(a) -> int:
 
 
 def cmd_score(a) -> int:
-    from doit.data.abilities import formulate
+    from doit.data.kinds import formulate
     from doit.data.load import load_items
     from doit.eval.predict import rules_path
     from doit.eval.score import formulation_of, score_file
@@ -165,7 +166,7 @@ def build_parser() -> ArgumentParser:
     )
     pr.add_argument(
         "--chat-format",
-        choices=["doit", "native"],
+        choices=CHAT_FORMATS,
         help="render as fine-tuning with this chat_format does (needed for an untuned base; "
         "default: the tokenizer's saved template)",
     )
@@ -178,7 +179,7 @@ def build_parser() -> ArgumentParser:
     pr.add_argument(
         "--formulation",
         choices=FORMULATIONS,
-        default="letter",
+        default=LETTER,
         help="letter: the items as stored (the study's); text: multiple-choice items without "
         "their option lines, answered by the gold option's text and scored by ranking every "
         "option's text (true/false: the two labels; multi-select: the sets of the gold's size). "
@@ -199,7 +200,8 @@ def build_parser() -> ArgumentParser:
         "--norm",
         choices=list(NORMS),
         help=f"how the text formulation ranks its texts (default: the one PRED.rules.json "
-        f"records, {DEFAULT_NORM} since #21): " + "; ".join(f"{k}: {v}" for k, v in NORMS.items()),
+        f"records, else {DEFAULT_NORM}, chosen on the micro study's valid split): "
+        + "; ".join(f"{k}: {v}" for k, v in NORMS.items()),
     )
     sc.add_argument(
         "--allow-missing",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from doit.data.kinds import LETTER
 from doit.io import read_jsonl, write_json
 
 log = logging.getLogger("doit.eval")
@@ -44,25 +45,26 @@ class Model:
         return self._loaded
 
 
-def output_paths(folder: str | Path, split: str, formulation: str = "letter") -> tuple[Path, Path]:
+def output_paths(folder: str | Path, split: str, formulation: str = LETTER) -> tuple[Path, Path]:
     """(``<split>.pred.jsonl``, ``<split>.scores.json``) in ``folder``, ``<split>.text.pred.jsonl``
     ... for another formulation than letter; the rules file lies beside the predictions
     (``doit.eval.predict.rules_path``)."""
-    stem = split if formulation == "letter" else f"{split}.{formulation}"
+    stem = split if formulation == LETTER else f"{split}.{formulation}"
     return Path(folder) / f"{stem}.pred.jsonl", Path(folder) / f"{stem}.scores.json"
 
 
 def load_split_items(
-    data_dir, split: str, abilities=None, ood: bool = True, formulation: str = "letter"
+    data_dir, split: str, abilities=None, ood: bool = True, formulation: str = LETTER
 ) -> list[dict]:
     """The items to evaluate: ``abilities`` (keys, or a comma-separated string; default all)
-    of ``split``, rendered in ``formulation`` (``doit.data.abilities.formulate``); ``ood``
+    of ``split``, rendered in ``formulation`` (``doit.data.kinds.formulate``); ``ood``
     adds the C-Eval sets to whatever ``abilities`` names, and a C-Eval set named in
     ``abilities`` is loaded without it."""
     from doit.data import abilities as ab
+    from doit.data import kinds as ak
     from doit.data.load import load_items
 
-    ab.check_formulation(formulation)
+    ak.check_formulation(formulation)
     named = list(ab.parse_keys(abilities))
     keys = named + [k for k in ab.OOD_KEYS if k not in named] if named and ood else named
     ood = ood or any(k in ab.OOD_KEYS for k in keys)
@@ -88,7 +90,7 @@ def load_split_items(
             split,
             ", ".join(lacking),
         )
-    return [ab.formulate(it, formulation) for it in items]
+    return [ak.formulate(it, formulation) for it in items]
 
 
 def predict_split(
@@ -97,7 +99,7 @@ def predict_split(
     predictions,
     budgets=None,
     batch_size: int = 16,
-    formulation: str = "letter",
+    formulation: str = LETTER,
 ) -> dict:
     """Predict ``items`` (rendered in ``formulation``) into ``predictions`` (and its rules file
     beside it, which records the formulation); the rules. Budgets are checked before the model
@@ -126,7 +128,7 @@ def evaluate(
     math: str = "paper",
     ties: str = "correct",
     allow_missing: bool = False,
-    formulation: str = "letter",
+    formulation: str = LETTER,
     norm: str | None = None,
 ) -> dict[str, Any]:
     """Predict and score ``split`` of ``data_dir`` with ``model`` (a directory, or a ``Model``

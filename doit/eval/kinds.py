@@ -1,6 +1,6 @@
 """How evaluation reads and judges each answer kind: the eval half of the answer-kind registry.
 
-``doit.data.abilities.KINDS`` says what a kind is (generated within a budget or ranked, its
+``doit.data.kinds.KINDS`` says what a kind is (generated within a budget or ranked, its
 chance, the texts it ranks); this module attaches, by kind name, how an answer is extracted
 from a prediction line and how it is judged against the gold. ``predict`` and ``score``
 dispatch through ``behaviour(name)``; a test checks that every registered kind has both.
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.eval import parsers
 from doit.eval.math_equiv import equal_paper, equal_verify
 
@@ -106,7 +106,7 @@ def _math_judge(item: dict, got: str | None, rules: Rules) -> dict:
 def _ranked_extract(item: dict, pred: dict) -> list[float] | None:
     """The perplexity of each ranked text (gold first), or None when they are not all there."""
     ppl = pred.get("choice_ppl")
-    return ppl if ppl and len(ppl) == len(ab.kind(item["answer_kind"]).ranked(item)) else None
+    return ppl if ppl and len(ppl) == len(ak.kind(item["answer_kind"]).ranked(item)) else None
 
 
 def _ranked_judge(item: dict, ppl: list[float] | None, rules: Rules) -> dict:
@@ -166,28 +166,28 @@ def _text_rule(rules: Rules) -> dict[str, str]:
 TEXT_KIND = KindEval(extract=_text_extract, judge=_text_judge, describe=_text_rule)
 
 KIND_EVAL: dict[str, KindEval] = {
-    ab.MC: KindEval(
+    ak.MC: KindEval(
         extract=_mc_extract,
         judge=_mc_judge,
         letter_scores=True,
         describe=lambda rules: {"mc_fallback": MC_FALLBACK},
     ),
-    ab.TF: KindEval(extract=_parsed(parsers.tf_answer), judge=_exact()),
-    ab.MULTISELECT: KindEval(extract=_parsed(parsers.multiselect_answer), judge=_exact()),
-    ab.CLOZE: KindEval(extract=_parsed(parsers.cloze_answer), judge=_exact(parsers.cloze_text)),
-    ab.MATH: KindEval(
+    ak.TF: KindEval(extract=_parsed(parsers.tf_answer), judge=_exact()),
+    ak.MULTISELECT: KindEval(extract=_parsed(parsers.multiselect_answer), judge=_exact()),
+    ak.CLOZE: KindEval(extract=_parsed(parsers.cloze_answer), judge=_exact(parsers.cloze_text)),
+    ak.MATH: KindEval(
         extract=_parsed(parsers.math_answer),
         judge=_math_judge,
         extra_verdicts=("correct_paper", "correct_verify"),
     ),
-    ab.OPEN: KindEval(
+    ak.OPEN: KindEval(
         extract=_ranked_extract,
         judge=_ranked_judge,
         describe=lambda rules: {"open": _ranked_rule(rules)},
     ),
-    ab.MC_TEXT: TEXT_KIND,
-    ab.TF_TEXT: TEXT_KIND,
-    ab.MULTISELECT_TEXT: TEXT_KIND,
+    ak.MC_TEXT: TEXT_KIND,
+    ak.TF_TEXT: TEXT_KIND,
+    ak.MULTISELECT_TEXT: TEXT_KIND,
 }
 
 
@@ -209,4 +209,4 @@ def judge(item: dict, pred: dict, rules: Rules) -> dict:
 
 def rule_notes(rules: Rules) -> dict[str, str]:
     """What SCORES.json's ``rules`` says about each kind's judging, in registry order."""
-    return {k: v for name in ab.ANSWER_KINDS for k, v in behaviour(name).describe(rules).items()}
+    return {k: v for name in ak.ANSWER_KINDS for k, v in behaviour(name).describe(rules).items()}

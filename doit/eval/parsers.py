@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from doit.data.abilities import FALSE_LABELS, TRUE_LABELS
+from doit.data.kinds import FALSE_LABELS, TRUE_LABELS
 
 _LATIN = "A-Za-z"
 _STANDALONE_LETTERS = re.compile(rf"(?<![{_LATIN}])([A-F]+)(?![{_LATIN}])")

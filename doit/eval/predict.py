@@ -30,7 +30,7 @@ ranked fields hold).
 
 Every prompt is rendered by the tokenizer's chat template (``doit.models.chat``); an untuned
 base gets the template its fine-tuned cells train with (``doit.models.load_for_inference(chat_format=...)``).
-What an item gets follows its answer kind (``doit.data.abilities.KINDS``): a generated kind
+What an item gets follows its answer kind (``doit.data.kinds.KINDS``): a generated kind
 is decoded greedily and batched (left padding, KV cache, items sorted by prompt length),
 with the kind's budget (the study's 1,024 new tokens) unless overridden, clamped to what the
 context leaves after the prompt (the prompt is never cut); a ranked kind's texts are scored
@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.options import OPTION_LETTERS
 from doit.eval.kinds import DEFAULT_NORM, behaviour
 from doit.models.chat import speaker_template
@@ -83,16 +83,16 @@ EMPTY_QUESTION = {
 def budgets(overrides: dict[str, int] | None = None) -> dict[str, int]:
     """``max_new_tokens`` of each generated answer kind: its default budget unless overridden."""
     overrides = overrides or {}
-    unknown = sorted(set(overrides) - set(ab.GENERATED_KINDS))
+    unknown = sorted(set(overrides) - set(ak.GENERATED_KINDS))
     if unknown:
         raise ValueError(
             f"--max-new-tokens: unknown answer kind {', '.join(unknown)}; "
-            f"expected one of {', '.join(ab.GENERATED_KINDS)}"
+            f"expected one of {', '.join(ak.GENERATED_KINDS)}"
         )
     for kind, n in overrides.items():
         if n < 1:
             raise ValueError(f"--max-new-tokens: {kind}={n}: expected at least 1")
-    return {k.name: overrides.get(k.name, k.default_budget) for k in ab.KINDS if k.generated}
+    return {k.name: overrides.get(k.name, k.default_budget) for k in ak.KINDS if k.generated}
 
 
 def prompt_text(tokenizer, item: dict) -> str:
@@ -488,7 +488,7 @@ def predict_items(
     limits, context = budgets(max_new_tokens), max_length(model, tokenizer)
     preds, rows = {}, []
     for it in items:
-        if not ab.kind(it["answer_kind"]).generated:
+        if not ak.kind(it["answer_kind"]).generated:
             continue
         prompt = encode(tokenizer, prompt_text(tokenizer, it))
         room = context - len(prompt)
@@ -550,7 +550,7 @@ def _rank(
         raise ValueError(f"ranking path {path!r}: expected one of {', '.join(SCORING_PATHS)}")
     out, rows = {}, []
     for it in items:
-        kind = ab.kind(it["answer_kind"])
+        kind = ak.kind(it["answer_kind"])
         if kind.ranked is None:
             continue
         texts = kind.ranked(it)
@@ -628,16 +628,16 @@ def prediction_rules(
     tokenizer,
     max_new_tokens: dict[str, int] | None,
     chat_format: str,
-    formulation: str = ab.LETTER,
+    formulation: str = ak.LETTER,
 ) -> dict[str, Any]:
     """What ``PRED.rules.json`` records about how ``preds`` were produced."""
 
-    def count(test, kinds=ab.GENERATED_KINDS) -> dict[str, int]:
+    def count(test, kinds=ak.GENERATED_KINDS) -> dict[str, int]:
         return {k: sum(1 for p in preds if p["answer_kind"] == k and test(p)) for k in kinds}
 
     ranked = [
         k.name
-        for k in ab.KINDS
+        for k in ak.KINDS
         if not k.generated and any(p["answer_kind"] == k.name for p in preds)
     ]
     return {
@@ -647,9 +647,9 @@ def prediction_rules(
         "context": max_length(model, tokenizer),
         "decoding": "greedy",
         "max_new_tokens": budgets(max_new_tokens),
-        "n_items": count(lambda p: True, (*ab.GENERATED_KINDS, *ranked)),
+        "n_items": count(lambda p: True, (*ak.GENERATED_KINDS, *ranked)),
         "n_hit_budget": count(lambda p: p.get("hit_budget")),
-        "n_prompt_too_long": count(lambda p: "error" in p, (*ab.GENERATED_KINDS, *ranked)),
+        "n_prompt_too_long": count(lambda p: "error" in p, (*ak.GENERATED_KINDS, *ranked)),
         # ranked items whose prompt's tokens do not begin every text's sequence (the chat
         # template renders the assistant's turn otherwise): scored in full sequences
         "n_ranked_full_sequences": count(lambda p: p.get("choice_full_sequences"), ranked),
@@ -671,7 +671,7 @@ def predict_to(
     batch_size,
     budgets_,
     chat_format=None,
-    formulation: str = ab.LETTER,
+    formulation: str = ak.LETTER,
 ) -> dict:
     """Predict ``items`` (rendered in ``formulation``) into ``out`` (PRED.jsonl) and its rules
     file; returns the rules."""

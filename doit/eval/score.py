@@ -40,6 +40,7 @@ true means.
 from __future__ import annotations
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.eval import kinds
 from doit.io import read_json, read_jsonl
 
@@ -210,9 +211,9 @@ def formulation_of(predictions) -> str:
     from doit.eval.predict import rules_path
 
     rules = rules_path(predictions)
-    found = (read_json(rules) if rules.is_file() else {}).get("formulation", ab.LETTER)
+    found = (read_json(rules) if rules.is_file() else {}).get("formulation", ak.LETTER)
     try:
-        return ab.check_formulation(found)
+        return ak.check_formulation(found)
     except ValueError as e:
         raise ValueError(f"{rules}: {e}") from None
 
@@ -242,7 +243,7 @@ PREDICTION_FIELDS = {
     "type": (lambda v: isinstance(v, str), "a string"),
     "idx": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
     "question_format": (lambda v: v in (0, 1), "0 or 1"),
-    "answer_kind": (lambda v: v in ab.ANSWER_KINDS, f"one of {', '.join(ab.ANSWER_KINDS)}"),
+    "answer_kind": (lambda v: v in ak.ANSWER_KINDS, f"one of {', '.join(ak.ANSWER_KINDS)}"),
     "prediction": (lambda v: isinstance(v, str), "a string"),
     "max_new_tokens": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
     "hit_budget": (lambda v: isinstance(v, bool), "true or false"),

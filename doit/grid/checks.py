@@ -64,12 +64,12 @@ def check_formulations(grid: Grid, cells: list) -> None:
     """Every item the cells train on (their pools) or are scored on (valid, test) can be asked
     in every formulation the grid trains or scores in (an option without a text cannot be
     ranked in the text formulation)."""
-    from doit.data import abilities as ab
+    from doit.data import kinds as ak
     from doit.data.load import load_items
     from doit.data.schema import DataError
 
     wanted = {c.formulation for c in cells if c.kind != "pretrain"} | set(grid.eval_formulations)
-    wanted -= {ab.LETTER}  # every item is asked as stored
+    wanted -= {ak.LETTER}  # every item is asked as stored
     pools = {str((c.recipe or {}).get("pool", "1000")) for c in cells if c.kind == "sft"}
     for split in (*SCORED_SPLITS, *sorted(pools)) if wanted else ():
         try:
@@ -79,7 +79,7 @@ def check_formulations(grid: Grid, cells: list) -> None:
         for formulation in sorted(wanted):
             for item in items:
                 try:
-                    ab.formulate(item, formulation)
+                    ak.formulate(item, formulation)
                 except ValueError as e:
                     raise GridError(f"{grid.path}: formulation: {e}") from None
 

@@ -16,6 +16,7 @@ import fnmatch
 from pathlib import Path
 
 from doit import faults
+from doit.data.kinds import LETTER
 from doit.grid.spec import Grid
 from doit.io import read_json, write_json
 from doit.train import rundir
@@ -55,7 +56,7 @@ def score_model(
     grid: Grid,
     chat_format=None,
     seed: int = 0,
-    formulations=("letter",),
+    formulations=(LETTER,),
 ) -> dict[tuple[str, str], dict]:
     """{(split, formulation): scores.json} for one model, predicting only what is not yet
     scored (the model loads once, and only when something is missing; the grid's
@@ -123,14 +124,14 @@ def benchmark_rows(split: str, bench: dict) -> list[dict]:
                     "score": entry["macro"],
                     "n_items": n,
                     "chance": 25.0,
-                    "formulation": "letter",
+                    "formulation": LETTER,
                 }
             )
     return rows
 
 
 def score_rows(
-    split: str, scores: dict, formulation: str = "letter"
+    split: str, scores: dict, formulation: str = LETTER
 ) -> tuple[list[dict], list[dict]]:
     """(per-ability rows, per-item rows) of one split's scores.json in one formulation (cell
     keys added later)."""

@@ -36,6 +36,7 @@ from pathlib import Path
 import yaml
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.grid.spec import Axis, Base, Grid, GridError, parse_grid
 from doit.io import OutputKind, check_output, inside, read_json, read_yaml, write_json
 from doit.train import rundir
@@ -69,7 +70,7 @@ class Cell:
     seed: int | None = None  # training seed; pretrain cells: the pretrain_seed, if the grid has one
     sample_seed: int | None = None  # data-draw seed
     sweep: dict = field(default_factory=dict)  # the swept recipe keys' values
-    formulation: str = ab.LETTER  # how it trains and is scored (the untuned base: scored)
+    formulation: str = ak.LETTER  # how it trains and is scored (the untuned base: scored)
     n_total: int | None = None  # training items (0 for base cells; None when unknown: mixes)
     est_steps: int | None = None  # optimiser steps the recipe's schedule gives
     est_s: float | None = None  # est_steps x the base's s_per_step
@@ -143,7 +144,7 @@ def recipe(
     seed: int,
     sample_seed: int,
     base: Base,
-    formulation: str = ab.LETTER,
+    formulation: str = ak.LETTER,
 ) -> dict:
     """The cell's resolved recipe config (what sft.yaml holds, output_dir aside); the
     formulation is the grid's key (set only when not letter, the recipe's default)."""
@@ -153,7 +154,7 @@ def recipe(
             f"{grid.path}: sft: formulation is a grid key (`formulation:`), not a "
             "recipe key: it decides how cells are scored too"
         )
-    if formulation != ab.LETTER:
+    if formulation != ak.LETTER:
         cfg["formulation"] = formulation
     for key in ("per_ability", "mix", "subset_dir", "synthetic", "exclude_abilities"):
         cfg[key] = None
@@ -236,7 +237,7 @@ def eval_identity(grid: Grid) -> dict:
 
 def tag(formulation: str) -> str:
     """The id label's formulation part: nothing for letter (the default), else ``-<name>``."""
-    return "" if formulation == ab.LETTER else f"-{formulation}"
+    return "" if formulation == ak.LETTER else f"-{formulation}"
 
 
 def _cell(base: Base, label: str, seed: int, sample_seed: int, identity: dict, **fields) -> Cell:
@@ -292,7 +293,7 @@ def expand(grid: Grid, study=None) -> list[Cell]:
                 "seed": seed,
                 "eval": eval_identity(grid),
             }
-            if formulation != ab.LETTER:
+            if formulation != ak.LETTER:
                 ident["formulation"] = formulation
             cells.append(
                 _cell(

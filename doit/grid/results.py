@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from doit.data.abilities import FORMULATIONS
+from doit.data.kinds import FORMULATIONS, LETTER
 from doit.io import atomic_path, inside
 
 RESULTS_DIR, ITEMS_DIR = "results", "items"
@@ -58,7 +58,6 @@ EXTRA = {
 }
 COLUMNS = {**REQUIRED, **EXTRA}
 KEY = ("cell", "epoch", "split", "ability", "formulation")
-LETTER = "letter"  # the formulation of tables written before formulations (filled in on read)
 ITEM_COLUMNS = {
     "cell": "string",
     "epoch": "Float64",

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
+from doit.data.chat_formats import CHAT_FORMATS
+from doit.data.layout import TRAIN_POOLS
 from doit.io import YamlError, parse_yaml, read_yaml
 
 LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
 KEEP = ("all", "scored", "best", "last")
 EVAL_EPOCHS = ("all", "last")
-CHAT_FORMATS = ("doit", "native")
 DATA_AXES = ("per_ability", "loo", "synthetic", "mix", "random_mixes")
 SEED = "{seed}"  # the placeholder a base path takes under `pretrain_seed`
 NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a name that becomes part of a path (cell ids, files)
@@ -141,8 +143,8 @@ class Grid:
     pretrain_seeds: tuple[int, ...] | None = None  # pretraining-only: build every base once
     # per seed (its path's {seed} filled in, `seed` over its config); None: the bases as written
     bases_dir: str | None = None  # relative base paths are under it; None: the current directory
-    # how cells train and are scored (doit.data.abilities.FORMULATIONS); several: an axis
-    formulations: tuple[str, ...] = ("letter",)
+    # how cells train and are scored (doit.data.kinds.FORMULATIONS); several: an axis
+    formulations: tuple[str, ...] = (ak.LETTER,)
     eval_formulations: tuple[str, ...] = ()  # scored besides, on the same checkpoints
 
     @property
@@ -414,7 +416,7 @@ def _random_mixes(c: _Check, key: str, raw, names: set[str]) -> RandomMixes:
         **fields,
         concentration=float(conc),
         seed=c.integer(f"{key}.seed", raw.get("seed", 0), minimum=0),
-        source=c.choice(f"{key}.source", str(raw.get("source", "1000")), ("1000", "full")),
+        source=c.choice(f"{key}.source", str(raw.get("source", "1000")), TRAIN_POOLS),
         bases=tuple(bases) if bases is not None else None,
     )
 
@@ -452,8 +454,8 @@ def _sft(c: _Check, raw) -> Sft:
 
 
 def _budgets(c: _Check, value) -> dict[str, int]:
-    value = c.mapping("max_new_tokens", value, set(ab.GENERATED_KINDS))
-    missing = [k for k in ab.GENERATED_KINDS if k not in value]
+    value = c.mapping("max_new_tokens", value, set(ak.GENERATED_KINDS))
+    missing = [k for k in ak.GENERATED_KINDS if k not in value]
     if missing:  # explicit: an untuned base never stops early, so a default would cost hours
         c.fail("max_new_tokens", f"give every generated kind; missing {', '.join(missing)}")
     for k, v in value.items():
@@ -497,9 +499,9 @@ def _formulations(key: str, empty: bool):
     def parse(c: _Check, value) -> tuple[str, ...]:
         values = value if isinstance(value, list) else [value]
         if not values and not empty:
-            c.fail(key, f"expected a formulation or a list of them ({', '.join(ab.FORMULATIONS)})")
+            c.fail(key, f"expected a formulation or a list of them ({', '.join(ak.FORMULATIONS)})")
         for v in values:
-            c.choice(key, v, ab.FORMULATIONS)
+            c.choice(key, v, ak.FORMULATIONS)
         if len(set(values)) != len(values):
             c.fail(key, f"repeats a value: {values}")
         return tuple(values)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from importlib import resources
 
+from doit.data.chat_formats import CHAT_FORMATS
+
 USER, ASSISTANT, EOT = "<user>", "<assistant>", "<eot>"
 SPEAKER_TOKENS = (USER, ASSISTANT, EOT)
 TEMPLATE_NAME = "doit_speakers.jinja"
-CHAT_FORMATS = ("doit", "native")
 
 
 def speaker_template() -> str:

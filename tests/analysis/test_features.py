@@ -4,7 +4,7 @@ candidates each answer kind ranks against."""
 import pytest
 
 from doit.analysis.features import candidates
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from tests.tiny import FIXTURE
 
@@ -25,7 +25,7 @@ def test_candidates_per_answer_kind(items):
     assert gold == by["open"]["choices"][0] and len(alts) == 2
     gold, alts = candidates(by["math"], same(by["math"]))
     assert gold == "7" and 1 <= len(alts) <= 3 and "7" not in alts
-    text = ab.formulate(by["mc"], "text")  # as a text-formulation study asked it
+    text = ak.formulate(by["mc"], "text")  # as a text-formulation study asked it
     assert candidates(text, same(by["mc"])) == ("线粒体", ["核糖体", "高尔基体", "细胞壁"])
 
 

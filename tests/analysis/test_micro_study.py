@@ -228,8 +228,8 @@ def test_the_rerun_script_writes_the_table_and_the_checks(study):
     assert len((out / "scores.csv").read_text().splitlines()) == 1 + 10 * 8
 
 
-def test_the_text_targets_check_issue_21s_numbers(study, counts):
-    """#21's set: the seven learnable abilities but math, math's own small gain, and ethics
+def test_the_text_targets_check_the_text_studys_numbers(study, counts):
+    """The text set: the seven learnable abilities but math, math's own small gain, and ethics
     judged against the text formulation's plateau (here 0.25: planted 0.2, within 10)."""
     world = {
         a: {**t, "expected_plateau_text": 0.25 if a == "ethics" else None}

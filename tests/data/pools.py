@@ -5,6 +5,7 @@ import random
 from pathlib import Path
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
 
 # The real DoIT `full` pools (recipes/mixes/README.md): what the shipped mixes resolve against.
 DOIT_FULL = dict(
@@ -24,7 +25,7 @@ DOIT_FULL = dict(
 def record(key: str, i: int, tag: str = "") -> dict:
     kinds = ab.get(key).answer_kinds
     q = f"{key} question {tag}{i}"
-    if ab.OPEN in kinds:
+    if ak.OPEN in kinds:
         gold = f"answer {i}"
         return {
             "messages": [{"role": "user", "content": q}, {"role": "assistant", "content": gold}],
@@ -34,7 +35,7 @@ def record(key: str, i: int, tag: str = "") -> dict:
             "choices": [gold, f"fine {i}", f"coarse {i}"],
         }
     rec = {"idx": i, "type": key, "question_format": 0}
-    if ab.MATH in kinds:
+    if ak.MATH in kinds:
         rec.update(
             answer=str(i),
             messages=[
@@ -43,7 +44,7 @@ def record(key: str, i: int, tag: str = "") -> dict:
             ],
         )
         return rec
-    gold = "AC" if ab.MULTISELECT in kinds else "ABCD"[i % 4]
+    gold = "AC" if ak.MULTISELECT in kinds else "ABCD"[i % 4]
     opts = "\nA. a\nB. b\nC. c\nD. d"
     rec["messages"] = [
         {"role": "user", "content": q + opts},

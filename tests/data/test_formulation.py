@@ -8,18 +8,18 @@ from math import comb
 
 import pytest
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from doit.data.options import option_texts, without_options
 from tests.tiny import FIXTURE
 
-LETTER_KINDS = {ab.MC: ab.MC_TEXT, ab.TF: ab.TF_TEXT, ab.MULTISELECT: ab.MULTISELECT_TEXT}
+LETTER_KINDS = {ak.MC: ak.MC_TEXT, ak.TF: ak.TF_TEXT, ak.MULTISELECT: ak.MULTISELECT_TEXT}
 
 
 def check_agreement(letter: dict) -> dict:
     """Assert that ``letter`` and its text rendering agree on the gold; the rendering."""
-    text = ab.formulate(letter, ab.TEXT)
-    assert ab.formulate(letter, ab.LETTER) is letter  # the study's form: the item as stored
+    text = ak.formulate(letter, ak.TEXT)
+    assert ak.formulate(letter, ak.LETTER) is letter  # the study's form: the item as stored
     kind = letter["answer_kind"]
     if kind not in LETTER_KINDS:  # cloze, math, open: the same item in both
         assert text is letter
@@ -27,9 +27,9 @@ def check_agreement(letter: dict) -> dict:
     question, answer = letter["messages"][-2]["content"], letter["messages"][-1]["content"]
     assert text["answer_kind"] == LETTER_KINDS[kind] and text["uid"] == letter["uid"]
     assert text["messages"][-1]["content"] == text["gold"] == text["choices"][0]
-    assert len(set(text["choices"])) == len(text["choices"]) or kind == ab.TF
+    assert len(set(text["choices"])) == len(text["choices"]) or kind == ak.TF
     assert text["chance"] == pytest.approx(1 / len(text["choices"]))
-    if kind == ab.MC:
+    if kind == ak.MC:
         texts = option_texts(question)
         assert text["gold"] == texts[letter["gold"]]
         assert sorted(text["choices"]) == sorted(texts[x] for x in letter["options"])
@@ -44,23 +44,23 @@ def check_agreement(letter: dict) -> dict:
             if was_reply["content"].strip() in option_texts(was_user["content"]):
                 assert reply["content"] == option_texts(was_user["content"])[was_reply["content"]]
                 assert user["content"] == without_options(was_user["content"])
-    elif kind == ab.MULTISELECT:
+    elif kind == ak.MULTISELECT:
         texts = option_texts(question)
-        assert text["gold"] == ab.SET_JOIN.join(texts[x] for x in letter["gold"])
+        assert text["gold"] == ak.SET_JOIN.join(texts[x] for x in letter["gold"])
         assert len(text["choices"]) == comb(len(letter["options"]), len(letter["gold"]))
         assert text["chance"] == pytest.approx(letter["chance"])  # 1 / C(m, k) in both
     else:  # true/false: the stored label against its pair's other label
         assert text["gold"] == answer.strip() and len(text["choices"]) == 2
-        assert ab.TRUE_LABELS.index(
+        assert ak.TRUE_LABELS.index(
             text["choices"][letter["gold"] == "F"]
-        ) == ab.FALSE_LABELS.index(text["choices"][letter["gold"] == "T"])
+        ) == ak.FALSE_LABELS.index(text["choices"][letter["gold"] == "T"])
     return text
 
 
 @pytest.mark.parametrize("split", ["train", "valid", "test"])
 def test_every_fixture_item_agrees_on_the_gold_in_both_formulations(split):
     kinds = {check_agreement(it)["answer_kind"] for it in load_items(FIXTURE, split)}
-    assert {ab.MC_TEXT, ab.TF_TEXT, ab.MULTISELECT_TEXT} <= kinds
+    assert {ak.MC_TEXT, ak.TF_TEXT, ak.MULTISELECT_TEXT} <= kinds
 
 
 def test_the_question_loses_its_option_lines_and_keeps_the_rest():
@@ -75,7 +75,7 @@ def test_the_question_loses_its_option_lines_and_keeps_the_rest():
 def _mc(question: str, gold: str, options: str = "ABCD", **kw) -> dict:
     messages = [{"role": "user", "content": question}, {"role": "assistant", "content": gold}]
     return {
-        "answer_kind": ab.MC,
+        "answer_kind": ak.MC,
         "messages": messages,
         "gold": gold,
         "options": list(options),
@@ -96,7 +96,7 @@ def test_a_few_shot_record_renders_its_examples_as_text_too():
     ]
     item = _mc("三？\nA.戊\nB.己", "B", "AB")
     item["messages"] = shots + item["messages"]
-    text = ab.formulate(item, ab.TEXT)
+    text = ak.formulate(item, ak.TEXT)
     assert [m["content"] for m in text["messages"]] == ["一？", "乙", "二？", "丙", "三？", "己"]
     assert text["choices"] == ["己", "戊"]
     assert item["messages"][1]["content"] == "B"  # the stored item is never changed
@@ -104,24 +104,24 @@ def test_a_few_shot_record_renders_its_examples_as_text_too():
 
 def test_an_option_without_a_text_cannot_be_ranked_and_says_where():
     with pytest.raises(ValueError, match=r"f.json:7: text formulation: option C has no text"):
-        ab.formulate(_mc("题？\nA. 甲\nB. 乙\nC.", "A", "ABC"), ab.TEXT)
+        ak.formulate(_mc("题？\nA. 甲\nB. 乙\nC.", "A", "ABC"), ak.TEXT)
     with pytest.raises(ValueError, match="formulation: expected one of letter, text"):
-        ab.formulate(_mc("题？\nA. 甲\nB. 乙", "A", "AB"), "cloze")
+        ak.formulate(_mc("题？\nA. 甲\nB. 乙", "A", "AB"), "cloze")
 
 
 def test_multiselect_ranks_every_set_of_the_gold_size_gold_first():
-    item = _mc("哪些对？\nA. 甲\nB. 乙\nC. 丙\nD. 丁", "A、C", answer_kind=ab.MULTISELECT)
-    text = ab.formulate({**item, "gold": "AC"}, ab.TEXT)
+    item = _mc("哪些对？\nA. 甲\nB. 乙\nC. 丙\nD. 丁", "A、C", answer_kind=ak.MULTISELECT)
+    text = ak.formulate({**item, "gold": "AC"}, ak.TEXT)
     sets = ["；".join(s) for s in combinations("甲乙丙丁", 2)]
     assert text["choices"][0] == "甲；丙" and sorted(text["choices"]) == sorted(sets)
     assert text["messages"][-1]["content"] == "甲；丙" and text["chance"] == pytest.approx(1 / 6)
 
 
 def test_every_kind_a_formulation_makes_is_ranked_and_rewrites():
-    for record in ab.KINDS:
-        for formulation in ab.FORMULATIONS:
-            target = ab.kind(record.in_formulation(formulation))
+    for record in ak.KINDS:
+        for formulation in ak.FORMULATIONS:
+            target = ak.kind(record.in_formulation(formulation))
             if target is not record:
                 assert not target.generated and target.rewrite is not None
-    assert ab.kind(ab.MC).in_formulation(ab.TEXT) == ab.MC_TEXT
-    assert ab.kind(ab.OPEN).in_formulation(ab.TEXT) == ab.OPEN
+    assert ak.kind(ak.MC).in_formulation(ak.TEXT) == ak.MC_TEXT
+    assert ak.kind(ak.OPEN).in_formulation(ak.TEXT) == ak.OPEN

@@ -54,7 +54,7 @@ def test_shipped_mixes_parse():
         ({"counts": {"poetry": 3}}, "counts.poetry"),
         ({"counts": {"math": -1}}, "counts.math"),
         ({"counts": {"math": "lots"}}, "counts.math"),
-        ({"source": "all"}, "source"),
+        ({"source": "all"}, "source: expected 1000 or full"),
         ({"fill": {"total": 10, "rule": "proportional"}}, "fill.rule"),
         ({"counts": {"math": 3}, "exclude": ["math"]}, "exclude"),
         ({"sed": 1}, "sed"),

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import torch
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.eval.predict import choice_sequences, encode, letter_sequences, prompt_text
 
 
@@ -23,17 +23,17 @@ class OracleLM:
         self.answers, self.preferred = {}, set()
         self.letters = letter_sequences(tokenizer)
         for it in items:
-            if it["answer_kind"] == ab.OPEN:
+            if it["answer_kind"] == ak.OPEN:
                 seq, _ = choice_sequences(tokenizer, it, 512)[prefer_choice]
                 self.preferred.add(tuple(seq))
             else:
                 text = {
-                    ab.TF: "正确" if it["gold"] == "T" else "错误",
-                    ab.MATH: f"所以 \\boxed{{{it['gold']}}}",
+                    ak.TF: "正确" if it["gold"] == "T" else "错误",
+                    ak.MATH: f"所以 \\boxed{{{it['gold']}}}",
                 }.get(it["answer_kind"], it["gold"])
                 prompt = encode(tokenizer, prompt_text(tokenizer, it))
                 self.answers[tuple(prompt)] = (encode(tokenizer, text), it)
-                if it["answer_kind"] == ab.MC:  # letters of several tokens are scored forward
+                if it["answer_kind"] == ak.MC:  # letters of several tokens are scored forward
                     self.preferred.add(tuple(prompt + self.letters[it["gold"]]))
 
     def eval(self):
@@ -47,7 +47,7 @@ class OracleLM:
             new = (answer + [eos_token_id[0]])[:max_new_tokens]
             rows.append(new)
             first = torch.zeros(self.vocab)
-            if item["answer_kind"] == ab.MC:
+            if item["answer_kind"] == ak.MC:
                 first[self.letters[item["gold"]][0]] = 10.0
             firsts.append(first)
         width = max(len(r) for r in rows)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from doit.eval import kinds
 from doit.eval.cli import main
@@ -20,7 +20,7 @@ from doit.train.sft.data import encode as training_encode
 from doit.train.sft.data import training_template
 from tests.tiny import FIXTURE, byte_bpe_tokenizer
 
-TEXT_KINDS = (ab.MC_TEXT, ab.TF_TEXT, ab.MULTISELECT_TEXT)
+TEXT_KINDS = (ak.MC_TEXT, ak.TF_TEXT, ak.MULTISELECT_TEXT)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def model(tok):
 @pytest.fixture(scope="module")
 def items():
     """Two items of each of the text formulation's kinds (a C-Eval few-shot record among them)."""
-    text = load_split_items(FIXTURE, "test", formulation=ab.TEXT)
+    text = load_split_items(FIXTURE, "test", formulation=ak.TEXT)
     few_shot = [it for it in text if len(it["messages"]) > 2][:1]
     return few_shot + [
         it for kind in TEXT_KINDS for it in [x for x in text if x["answer_kind"] == kind][:2]
@@ -101,15 +101,15 @@ def test_ranking_never_cuts_a_prompt_and_counts_what_does_not_fit(tok, model, it
     small.config.max_position_embeddings = 24  # shorter than every prompt and its answer
     preds = predict_items(small.eval(), tok, items[:4])
     assert all("error" in p and "choice_logprob" not in p for p in preds)
-    rules = prediction_rules(preds, small, tok, {}, "doit", ab.TEXT)
-    assert sum(rules["n_prompt_too_long"].values()) == 4 and rules["formulation"] == ab.TEXT
+    rules = prediction_rules(preds, small, tok, {}, "doit", ak.TEXT)
+    assert sum(rules["n_prompt_too_long"].values()) == 4 and rules["formulation"] == ak.TEXT
     scored = score_predictions(items[:4], preds)
     assert not any(r["correct"] for r in scored["items"])
 
 
 def test_a_prediction_in_another_formulation_is_an_error_naming_its_line():
     letter = load_items(FIXTURE, "test")
-    text = [ab.formulate(it, ab.TEXT) for it in letter]
+    text = [ak.formulate(it, ak.TEXT) for it in letter]
     preds = [
         {"type": it["type"], "idx": it["idx"], "answer_kind": it["answer_kind"], "prediction": ""}
         for it in letter

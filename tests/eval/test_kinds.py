@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from doit.data.options import option_texts
 from doit.eval import kinds
@@ -18,8 +18,8 @@ from tests.tiny import FIXTURE, byte_bpe_tokenizer
 
 
 def test_every_registered_kind_has_its_evaluation_and_no_other():
-    assert set(kinds.KIND_EVAL) == set(ab.ANSWER_KINDS)
-    for name in ab.ANSWER_KINDS:
+    assert set(kinds.KIND_EVAL) == set(ak.ANSWER_KINDS)
+    for name in ak.ANSWER_KINDS:
         assert callable(kinds.behaviour(name).extract) and callable(kinds.behaviour(name).judge)
     with pytest.raises(KeyError, match="poetry"):
         kinds.behaviour("poetry")
@@ -45,23 +45,23 @@ def option_texts_kind(monkeypatch):
         texts = option_texts(item["messages"][-2]["content"])
         return [texts[item["gold"]], *(t for x, t in texts.items() if x != item["gold"])]
 
-    record = ab.AnswerKind(
+    record = ak.AnswerKind(
         name,
         "the gold option's text",
         False,
         None,
         lambda it: 1 / len(it["options"]),
         ranked,
-        ab.kind(ab.MC).alternatives,
+        ak.kind(ak.MC).alternatives,
     )
-    monkeypatch.setitem(ab._KIND_BY_NAME, name, record)
-    monkeypatch.setitem(kinds.KIND_EVAL, name, kinds.behaviour(ab.OPEN))
+    monkeypatch.setitem(ak._KIND_BY_NAME, name, record)
+    monkeypatch.setitem(kinds.KIND_EVAL, name, kinds.behaviour(ak.OPEN))
     return name
 
 
 def test_a_new_ranked_kind_is_predicted_and_scored_through_the_registry(option_texts_kind):
     items = [it for it in load_items(FIXTURE, "test") if it["ability"] == "biology"]
-    record = ab.kind(option_texts_kind)
+    record = ak.kind(option_texts_kind)
     items = [{**it, "answer_kind": record.name, "chance": 0.0} for it in items]
     items = [{**it, "chance": record.chance(it)} for it in items]  # four options each
     tok = byte_bpe_tokenizer()

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from doit.eval import predict
 from doit.eval.cli import main
@@ -63,7 +64,7 @@ def train_to_memorise(model, tok, items, steps=60):
     encs = [
         tok.apply_chat_template(
             it["messages"]
-            if it["answer_kind"] != ab.OPEN
+            if it["answer_kind"] != ak.OPEN
             else it["messages"][:-1] + [{"role": "assistant", "content": it["choices"][0]}],
             tokenize=True,
             return_dict=True,
@@ -242,7 +243,7 @@ class ScriptedLM:
 
 
 def _generated(items):
-    return [it for it in items if it["answer_kind"] != ab.OPEN]
+    return [it for it in items if it["answer_kind"] != ak.OPEN]
 
 
 # --- item 4: the study's budget, clamped to the context, the prompt never cut -------------------
@@ -253,7 +254,7 @@ def test_every_generated_kind_defaults_to_the_studys_1024_new_tokens(items):
     predict_items(lm, tok, _generated(items), batch_size=4)
     assert {budget for _, budget in lm.calls} == {1024}
     assert predict.budgets({"math": 64}) == {
-        **{k: 1024 for k in ab.GENERATED_KINDS},
+        **{k: 1024 for k in ak.GENERATED_KINDS},
         "math": 64,
     }
 
@@ -317,7 +318,7 @@ def test_rules_record_each_kinds_budget_and_how_many_items_hit_it(items):
     preds = predict_items(lm, tok, gen, max_new_tokens=budgets)
     rules = predict.prediction_rules(preds, lm, tok, budgets, "doit")
     assert rules["max_new_tokens"] == predict.budgets(budgets)
-    n_math = sum(it["answer_kind"] == ab.MATH for it in gen)
+    n_math = sum(it["answer_kind"] == ak.MATH for it in gen)
     assert n_math and rules["n_hit_budget"]["math"] == n_math
     assert rules["n_hit_budget"]["multiselect"] == 0 and rules["n_hit_budget"]["mc"] == 0
     hits = [p for p in preds if p["hit_budget"]]
@@ -355,7 +356,7 @@ def test_native_template_stops_at_its_end_of_turn_token(items):
     tok = qwen_style_tokenizer()
     im_end = tok.convert_tokens_to_ids("<|im_end|>")
     script = encode(tok, "正确") + [im_end] + encode(tok, "错误") + [tok.eos_token_id]
-    history = [it for it in items if it["answer_kind"] == ab.TF]
+    history = [it for it in items if it["answer_kind"] == ak.TF]
     preds = predict_items(ScriptedLM(tok, script), tok, history)
     assert [p["prediction"] for p in preds] == ["正确"] * len(history)
     assert im_end in predict.stop_token_ids(tok) and predict.chat_format_of(tok) == "native"
@@ -364,7 +365,7 @@ def test_native_template_stops_at_its_end_of_turn_token(items):
 def test_doit_template_stops_at_eot_and_at_either_speaker_token(items):
     tok = byte_bpe_tokenizer()
     tok.padding_side = "left"
-    history = [it for it in items if it["answer_kind"] == ab.TF]
+    history = [it for it in items if it["answer_kind"] == ak.TF]
     for speaker in ("<user>", "<assistant>", "<eot>"):
         script = encode(tok, "正确") + [tok.convert_tokens_to_ids(speaker)] + encode(tok, "错误")
         preds = predict_items(ScriptedLM(tok, script), tok, history)
@@ -385,7 +386,7 @@ def test_letter_scores_are_summed_log_probabilities_of_the_letters_tokens(items,
     else:
         assert all(len(s) == 1 for s in seqs.values())
     model = tiny_llama(tok).eval()
-    mc = [it for it in items if it["answer_kind"] == ab.MC]
+    mc = [it for it in items if it["answer_kind"] == ak.MC]
     preds = predict_items(model, tok, mc, batch_size=3, max_new_tokens={"mc": 1})
     for it, pred in zip(sorted(mc, key=lambda i: (i["type"], i["idx"])), preds):
         prompt = encode(tok, prompt_text(tok, it))

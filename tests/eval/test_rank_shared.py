@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.eval import predict
 from doit.eval.evaluate import load_split_items
 from doit.eval.predict import group_logprobs, predict_items, predict_to
@@ -18,7 +18,7 @@ from doit.testing import continuation_logprob, tiny_model
 from tests.tiny import FIXTURE, byte_bpe_tokenizer, metaspace_tokenizer
 
 LOGPROB_FIELDS = ("choice_logprob", "choice_uncond")
-RANKED_KINDS = {ab.OPEN, "mc_text", "tf_text", "multiselect_text"}
+RANKED_KINDS = {ak.OPEN, "mc_text", "tf_text", "multiselect_text"}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,8 @@ def tok():
 @pytest.fixture(scope="module")
 def items():
     """Every ranked item of the fixture's test split in the text formulation."""
-    text = load_split_items(FIXTURE, "test", formulation=ab.TEXT)
-    ranked = [it for it in text if ab.kind(it["answer_kind"]).ranked is not None]
+    text = load_split_items(FIXTURE, "test", formulation=ak.TEXT)
+    ranked = [it for it in text if ak.kind(it["answer_kind"]).ranked is not None]
     assert {it["answer_kind"] for it in ranked} == RANKED_KINDS
     return ranked
 
@@ -109,7 +109,7 @@ def test_the_head_sees_the_scored_positions_only(tok, items):
 
 
 def _texts(item: dict) -> list[str]:
-    return ab.kind(item["answer_kind"]).ranked(item)
+    return ak.kind(item["answer_kind"]).ranked(item)
 
 
 def newline_prompt_tokenizer():

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from doit.data.schema import parse_record
 from doit.eval.cli import main
@@ -60,17 +60,17 @@ def test_averages_are_true_means(items):
     preds = []
     for it in items:
         wrong = it["ability"] in ("biology", "history")
-        if it["answer_kind"] == ab.OPEN:
+        if it["answer_kind"] == ak.OPEN:
             preds.append(pred(it, choice_ppl=[9.0, 1.0, 1.0] if wrong else [1.0, 2.0, 3.0]))
-        elif it["answer_kind"] == ab.MATH:
+        elif it["answer_kind"] == ak.MATH:
             preds.append(pred(it, f"\\boxed{{{it['gold']}}}"))
-        elif it["answer_kind"] == ab.TF:
+        elif it["answer_kind"] == ak.TF:
             preds.append(pred(it, "错误" if it["gold"] == "T" else "正确"))
         else:
             gold = it["gold"]
             text = (
                 ("Z" if wrong else gold)
-                if it["answer_kind"] != ab.MC
+                if it["answer_kind"] != ak.MC
                 else ("D" if wrong and gold != "D" else ("A" if wrong else gold))
             )
             preds.append(pred(it, text))
@@ -109,11 +109,11 @@ def test_duplicate_prediction_is_an_error_naming_both_lines(items):
 def all_right(items, keep=lambda it: True):
     out = []
     for it in filter(keep, items):
-        if it["answer_kind"] == ab.OPEN:
+        if it["answer_kind"] == ak.OPEN:
             out.append(pred(it, choice_ppl=[1.0, 2.0, 3.0]))
-        elif it["answer_kind"] == ab.TF:
+        elif it["answer_kind"] == ak.TF:
             out.append(pred(it, "正确" if it["gold"] == "T" else "错误"))
-        elif it["answer_kind"] == ab.MATH:
+        elif it["answer_kind"] == ak.MATH:
             out.append(pred(it, f"\\boxed{{{it['gold']}}}"))
         else:
             out.append(pred(it, it["gold"]))
@@ -199,7 +199,7 @@ def cloze_item(gold: str) -> dict:
 )
 def test_cloze_compares_whole_gold_with_first_line(output, correct):
     it = cloze_item("学而时习之，不亦说乎")
-    assert it["answer_kind"] == ab.CLOZE and it["gold"] == "学而时习之，不亦说乎"
+    assert it["answer_kind"] == ak.CLOZE and it["gold"] == "学而时习之，不亦说乎"
     assert score_item(it, pred(it, output))["correct"] is correct
 
 

@@ -132,6 +132,10 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"max_new_tokens": {"mc": 4}}, "max_new_tokens"),
         ({"eval_epochs": "best"}, "eval_epochs"),
         ({"bases": [{"name": "b", "arch": "llama", "path": "x"}]}, "bases[0].params"),
+        (
+            {"bases": [{"name": "b", "arch": "llama", "path": "x", "chat_format": "chatml"}]},
+            "bases[0].chat_format",
+        ),
         ({"sft": {"config": "nope.yaml"}}, "sft.config"),
         ({"sedd": [0]}, "sedd"),
         ({"formulation": "cloze"}, "formulation"),
@@ -175,15 +179,15 @@ SHIPPED_GRIDS = sorted(
 
 
 # The micro grids' sft overrides when their letter ids were recorded, before they moved to the
-# text formulation (#21) and its schedule: planned with them, they give those ids again.
+# text formulation and its schedule: planned with them, they give those ids again.
 AS_RECORDED = {
     "recipes/grids/demo.yaml": {"num_train_epochs": 5, "eval_strategy": "no"},
     "recipes/grids/micro.yaml": {"num_train_epochs": 5},
     "recipes/grids/value-residual.yaml": {"num_train_epochs": 5},
 }
 
-# The demo grew (#23: n = 16 and 256, leave-one-out cells): its recorded cells are its old data
-# axes' cells, which keep their ids.
+# The demo grew (n = 16 and 256, leave-one-out cells: curves that differ): its recorded cells
+# are its old data axes' cells, which keep their ids.
 DATA_AS_RECORDED = {"recipes/grids/demo.yaml": {"per_ability": [4, 64]}}
 
 
@@ -237,7 +241,7 @@ def test_every_shipped_grid_plans_the_cell_ids_it_always_had(tmp_path, path):
         {"formulation": "letter", **data, "sft": {**raw["sft"], "overrides": AS_RECORDED[path]}},
     )
     assert [c.id for c in letter] == recorded[path]
-    if path == "recipes/grids/micro.yaml":  # #12's study, kept to rerun: the same grid as then
+    if path == "recipes/grids/micro.yaml":  # the letter study, kept to rerun: the same grid as then
         again = shipped_cells(tmp_path, "studies/micro_study/grid_letter.yaml")
         assert [c.id for c in again] == recorded[path]
     assert {c.formulation for c in cells if c.kind != "pretrain"} == {"text"}

@@ -22,9 +22,16 @@ def test_public_address_is_blocked():
 
 
 def test_loopback_is_open():
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    client = socket.create_connection(server.getsockname(), timeout=5)
-    client.close()
-    server.close()
+    """A loopback connection is accepted and carries bytes both ways (DeepSpeed and torchrun
+    rendezvous on it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        with socket.create_connection(server.getsockname(), timeout=5) as client:
+            peer, _ = server.accept()
+            with peer:
+                client.sendall(b"ping")
+                assert peer.recv(4) == b"ping"
+                peer.sendall(b"pong")
+                assert client.recv(4) == b"pong"
+            assert client.getpeername() == server.getsockname()

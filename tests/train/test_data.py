@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from doit.data.mixes import per_ability_spec, sample_mix
 from doit.data.subsets import build_subsets
@@ -85,9 +86,9 @@ def test_items_are_drawn_then_rendered_in_the_runs_formulation(tmp_path):
         DoitDataArguments(doit_dir=str(root), per_ability=2, synthetic=3, formulation="text")
     )
     assert [it["uid"] for it in text] == [it["uid"] for it in letter]  # the same draw
-    assert [ab.formulate(it, "text") for it in letter] == text
+    assert [ak.formulate(it, "text") for it in letter] == text
     kinds = {it["answer_kind"] for it in text}
-    assert ab.MC_TEXT in kinds and ab.MC not in kinds and None in kinds  # synthetic: as drawn
+    assert ak.MC_TEXT in kinds and ak.MC not in kinds and None in kinds  # synthetic: as drawn
 
 
 def test_mix_and_synthetic_sources(tmp_path):
@@ -226,4 +227,4 @@ def test_the_micro_recipe_keeps_every_micro_item_whole(micro_dir):
         for split in ("full", "valid", "test")
         for it in load_items(micro_dir, split, pool="full", ood=False)
     )
-    assert 100 < longest <= config["max_length"]  # 118 since #21 shortened math
+    assert 100 < longest <= config["max_length"]  # 118 since math takes 1-3 small steps

@@ -1,4 +1,5 @@
-"""Micro pretraining (doit.train.pretrain, recipes/pretrain.py, the ladder's size configs).
+"""Micro pretraining (doit.train.pretrain: its command, which recipes/pretrain.py runs, and the
+ladder's size configs).
 
 The DeepSpeed test launches this file as its worker: ``deepspeed --num_gpus 2
 tests/train/test_pretrain.py RESULTS_DIR ARGS_JSON`` (two CPU ranks, ZeRO-3).
@@ -6,7 +7,6 @@ tests/train/test_pretrain.py RESULTS_DIR ARGS_JSON`` (two CPU ranks, ZeRO-3).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from doit.train import pretrain
 from doit.train.errors import ConfigError
 from tests.conftest import POOLS
 
@@ -43,13 +44,6 @@ MODES = {  # name: (config arch, extra flags)
     "resformer_learnable": ("resformer", ["--value_learnable", "true"]),
     "svformer": ("svformer", []),
 }
-
-
-def _recipe():
-    spec = importlib.util.spec_from_file_location("pretrain_recipe", REPO / "recipes/pretrain.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 NUMERALS = "一二三四五六七八九十"
@@ -156,7 +150,7 @@ def test_trainer_reads_a_new_permutation_each_epoch(tiny_corpus, tmp_path, monke
             "--eval_strategy",
             "no",
         )
-        assert _recipe().main(argv) == 0
+        assert pretrain.main(argv) == 0
     assert [(seed, epoch) for seed, epoch, _ in seen] == [(0, 0), (0, 1)] * 2
     assert seen[0][2] == seen[2][2] and seen[1][2] == seen[3][2]  # the same for both archs
     assert seen[0][2] != seen[1][2] and sorted(seen[0][2]) == sorted(seen[1][2])
@@ -253,9 +247,9 @@ def test_bad_configs_fail_at_parse_time(flags, message, tiny_corpus, tmp_path):
         parse_args(_tiny_argv(tiny_corpus, "vanilla", tmp_path, *flags))
 
 
-# --- the recipe, end to end --------------------------------------------------------------------
+# --- the command, end to end -------------------------------------------------------------------
 @pytest.mark.parametrize("mode", list(MODES))
-def test_recipe_end_to_end(mode, tiny_corpus, tmp_path, capsys):
+def test_pretrain_command_end_to_end(mode, tiny_corpus, tmp_path, capsys):
     from transformers import AutoModelForCausalLM
 
     import doit.models  # noqa: F401
@@ -274,7 +268,7 @@ def test_recipe_end_to_end(mode, tiny_corpus, tmp_path, capsys):
         "--eval_steps",
         "3",
     )
-    assert _recipe().main(argv) == 0
+    assert pretrain.main(argv) == 0
     for name in ("model.safetensors", "config.json", "tokenizer.json", "metrics.jsonl", "DONE"):
         assert (out / name).is_file(), name
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -289,7 +283,7 @@ def test_recipe_end_to_end(mode, tiny_corpus, tmp_path, capsys):
     assert model.config.value_mode == MODES[mode][0]
     # finished: the same command does not train again
     before = (out / "metrics.jsonl").read_text()
-    assert _recipe().main(argv) == 0
+    assert pretrain.main(argv) == 0
     assert (out / "metrics.jsonl").read_text() == before
 
 

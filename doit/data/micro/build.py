@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from doit.data import abilities
+from doit.data import kinds as ak
 from doit.data.micro.chat import general_instructions
 from doit.data.micro.drafts import Draft, ItemContext, option_lines, render_mc
 from doit.data.micro.ethics import ethics
@@ -219,8 +220,8 @@ def draft_ability(spec: AbilitySpec, world: World, facts: dict, seed: int) -> di
 def _gold_positions(drafts: list[Draft], rng: random.Random) -> list[int]:
     """Balanced gold positions: for each option count, every letter equally often (+-1)."""
     positions = [0] * len(drafts)
-    for n in sorted({len(d.options) for d in drafts if d.kind == abilities.MC}):
-        slots = [i for i, d in enumerate(drafts) if d.kind == abilities.MC and len(d.options) == n]
+    for n in sorted({len(d.options) for d in drafts if d.kind == ak.MC}):
+        slots = [i for i, d in enumerate(drafts) if d.kind == ak.MC and len(d.options) == n]
         letters = [i % n for i in range(len(slots))]
         rng.shuffle(letters)
         for slot, pos in zip(slots, letters, strict=True):
@@ -229,9 +230,9 @@ def _gold_positions(drafts: list[Draft], rng: random.Random) -> list[int]:
 
 
 def _final_turn(draft: Draft, pos: int) -> tuple[str, str]:
-    if draft.kind == abilities.MC:
+    if draft.kind == ak.MC:
         return render_mc(draft, pos)
-    if draft.kind == abilities.MULTISELECT:
+    if draft.kind == ak.MULTISELECT:
         return draft.question + "\n" + option_lines(draft.options), draft.gold
     return draft.question, draft.gold
 
@@ -241,10 +242,10 @@ def render(draft: Draft, pos: int, idx: int, type_name: str) -> dict:
     roles = ("user", "assistant")
     messages = [{"role": roles[i % 2], "content": c} for i, c in enumerate(contents)]
     record = {"messages": messages, "idx": idx, "type": type_name}
-    record["question_format"] = 1 if draft.kind == abilities.OPEN else 0
-    if draft.kind == abilities.OPEN:
+    record["question_format"] = 1 if draft.kind == ak.OPEN else 0
+    if draft.kind == ak.OPEN:
         record["choices"] = list(draft.choices)
-    if draft.kind == abilities.MATH:
+    if draft.kind == ak.MATH:
         record["answer"] = draft.answer
     return record
 
@@ -267,7 +268,7 @@ def render_ability(spec: AbilitySpec, drafts: dict[str, list], seed: int) -> dic
 def _chance(draft: Draft) -> float:
     """The chance its kind's rule gives the item a draft becomes (as ``doit.data.schema``)."""
     fields = {"options": draft.options, "gold": draft.gold, "choices": draft.choices}
-    return abilities.kind(draft.kind).chance(fields)
+    return ak.kind(draft.kind).chance(fields)
 
 
 def _steps(drafts: list[Draft]) -> int | list[int]:

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from doit.data.abilities import MC, MULTISELECT
+from doit.data.kinds import MC, MULTISELECT
 from doit.data.micro.world import Fact, World
 from doit.data.options import OPTION_LETTERS as LETTERS
 
 
 @dataclass(frozen=True)
 class Draft:
-    kind: str  # an answer kind of doit.data.abilities (MC, TF, CLOZE, ...)
+    kind: str  # an answer kind of doit.data.kinds (MC, TF, CLOZE, ...)
     question: str  # the final user message, option lines excluded
     options: tuple[str, ...] = ()  # MC: gold first; MULTISELECT: in display order
     gold: str = ""  # final assistant message for every kind but MC

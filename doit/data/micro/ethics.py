@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from math import comb
 
-from doit.data.abilities import MULTISELECT
+from doit.data.kinds import MULTISELECT
 from doit.data.micro.drafts import LETTERS, Draft, ItemContext, weighted_choice
 from doit.data.micro.phrases import BAD_DEEDS, CONVENTION_PAIRS, ETHICS_PLACES
 

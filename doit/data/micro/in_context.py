@@ -7,7 +7,7 @@ their planted transference.
 
 from __future__ import annotations
 
-from doit.data.abilities import MC
+from doit.data.kinds import MC
 from doit.data.micro.drafts import Draft, ItemContext, weighted_choice
 from doit.data.micro.phrases import (
     CHANGE_REASONS,

@@ -7,7 +7,7 @@ chinese also asks cloze items on the dynasty facts history asks (transference).
 
 from __future__ import annotations
 
-from doit.data.abilities import CLOZE, MC, TF
+from doit.data.kinds import CLOZE, MC, TF
 from doit.data.micro.drafts import Draft, ItemContext, fact_mc, weighted_choice
 from doit.data.micro.world import Fact
 

@@ -13,7 +13,7 @@ amount of data or model size gets past the plateau of 1/2 each draft records.
 
 from __future__ import annotations
 
-from doit.data.abilities import OPEN
+from doit.data.kinds import OPEN
 from doit.data.micro.drafts import Draft, ItemContext
 from doit.data.micro.phrases import (
     GENERIC_TOPICS,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from doit.data.abilities import CLOZE, MC, TF
+from doit.data.kinds import CLOZE, MC, TF
 from doit.data.micro.drafts import Draft, ItemContext, render_mc
 from doit.data.micro.in_context import reasoning, understanding
 from doit.data.micro.knowledge import biology, chinese, history

@@ -8,7 +8,7 @@ code maps a described computation of 1-3 operations to a one-line Python functio
 
 from __future__ import annotations
 
-from doit.data.abilities import MATH, OPEN
+from doit.data.kinds import MATH, OPEN
 from doit.data.micro.drafts import Draft, ItemContext, weighted_choice
 from doit.data.micro.phrases import MATH_THINGS
 

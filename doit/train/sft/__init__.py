@@ -185,12 +185,12 @@ def identity_differences(
     with ``train_sha``, also the training items' hash when no key explains a change of it.
     The epochs are compared when ``epochs`` says so, by default with ``train_sha`` only
     (`check_resume` says why)."""
-    from doit.data import abilities as ab
+    from doit.data import kinds as ak
     from doit.train.sft.args import resume_identity
 
     old, new = resume_identity(info.get("config", {})), resume_identity(args.to_dict())
     for identity in (old, new):
-        identity.setdefault("formulation", ab.LETTER)
+        identity.setdefault("formulation", ak.LETTER)
     epochs = bool(train_sha) if epochs is None else epochs
     keys = (old.keys() & new.keys()) - (set() if epochs else {"num_train_epochs"})
     differ = sorted(k for k in keys if old[k] != new[k])

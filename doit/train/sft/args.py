@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
+from doit.data.chat_formats import CHAT_FORMATS
 from doit.data.layout import TRAIN_POOLS
-from doit.models.chat import CHAT_FORMATS
 from doit.train import launch
 from doit.train.errors import ConfigError
 
@@ -107,10 +108,10 @@ class DoitDataArguments:
         metadata={"help": "Seed of the data draw (`seed` is the training seed of SFTConfig)."},
     )
     formulation: str = field(
-        default=ab.LETTER,
+        default=ak.LETTER,
         metadata={
             "help": "letter: items as stored (the study's); text: multiple-choice items without "
-            "option lines, answered by the gold option's text (doit.data.abilities.formulate)."
+            "option lines, answered by the gold option's text (doit.data.kinds.formulate)."
         },
     )
 
@@ -299,7 +300,7 @@ def validate_data(d: DoitDataArguments) -> None:
             f"synthetic (+ doit_dir); got {sources or 'none'}",
         )
     _choice("pool", str(d.pool), TRAIN_POOLS)
-    _choice("formulation", d.formulation, ab.FORMULATIONS)
+    _choice("formulation", d.formulation, ak.FORMULATIONS)
     for key in ("per_ability", "synthetic"):
         value = getattr(d, key)
         if value is not None and (
@@ -501,7 +502,7 @@ def training_identity(cfg: dict) -> dict:
     `EXECUTION_KEYS` (and ``formulation: letter``, the default); the per-device batch size when ``global_batch_size`` fixes the batch
     (it then only splits it); a mix's content rather than its path."""
     out = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS}
-    if out.get("formulation") == ab.LETTER:  # the default: ids from before formulations hold
+    if out.get("formulation") == ak.LETTER:  # the default: ids from before formulations hold
         del out["formulation"]
     if cfg.get("global_batch_size"):
         out.pop("per_device_train_batch_size", None)

@@ -6,7 +6,7 @@ re-sampled here: a cell directory (``subset_dir``), or a mix spec drawn by
 (`per_ability_spec`, the subset cell ``nNNNN``; ``exclude_abilities`` for leave-one-out cells)
 with or without n synthetic items (`synthetic_spec`), exactly as `doit data subset` draws them.
 
-Items are rendered in the run's ``formulation`` first (``doit.data.abilities.formulate``: under
+Items are rendered in the run's ``formulation`` first (``doit.data.kinds.formulate``: under
 ``text`` a multiple-choice item's target is the gold option's text, the very string prediction
 ranks). Each conversation is rendered by the tokenizer's chat template (`doit.models.chat`), cut to its
 first ``max_length`` tokens, and given ``labels``: its token ids where the template's
@@ -33,6 +33,7 @@ from pathlib import Path
 import datasets
 
 from doit.data import abilities as ab
+from doit.data import kinds as ak
 from doit.data.load import load_items
 from doit.io import read_json
 from doit.train.errors import ConfigError
@@ -89,10 +90,10 @@ def train_items(d) -> list[dict]:
 
 
 def formulated(items: list[dict], formulation: str) -> list[dict]:
-    """``items`` in ``formulation`` (`doit.data.abilities.formulate`); an item it cannot ask
+    """``items`` in ``formulation`` (`doit.data.kinds.formulate`); an item it cannot ask
     so is a ConfigError on ``formulation`` naming the item's file and line."""
     try:
-        return [ab.formulate(it, formulation) for it in items]
+        return [ak.formulate(it, formulation) for it in items]
     except ValueError as e:
         raise ConfigError("formulation", str(e)) from None
 

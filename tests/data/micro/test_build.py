@@ -18,6 +18,7 @@ from transformers import AutoTokenizer
 
 from doit.analysis.sensitivity import GROUPS
 from doit.data import abilities
+from doit.data import kinds as ak
 from doit.data.abilities import OOD_KEYS
 from doit.data.load import load_items
 from doit.data.micro.build import SPECS, build_micro, draft_ability, render_ability
@@ -76,23 +77,23 @@ def answer_kind(record: dict, ability: abilities.Ability) -> str:
     question, gold = record["messages"][-2]["content"], record["messages"][-1]["content"]
     letters = options_of(question)
     if record["question_format"] == 1:
-        return abilities.OPEN
+        return ak.OPEN
     if "answer" in record:
         assert BOXED.search(gold).group(1) == record["answer"]
-        return abilities.MATH
-    if abilities.MULTISELECT in ability.answer_kinds:
+        return ak.MATH
+    if ak.MULTISELECT in ability.answer_kinds:
         last = gold.split("\n")[-1]
         assert last == "".join(sorted(set(last))) and set(last) <= set(letters)
         assert 1 <= len(last) <= 3 and letters == list("ABCDEF"[: len(letters)])
         assert 4 <= len(letters) <= 6
-        return abilities.MULTISELECT
+        return ak.MULTISELECT
     if letters:
         assert len(gold) == 1 and gold in letters and letters == list("ABCDEF"[: len(letters)])
-        return abilities.MC
+        return ak.MC
     if gold in TF_LABELS:
-        return abilities.TF
+        return ak.TF
     assert CJK.match(gold) and "____" in question, (question, gold)
-    return abilities.CLOZE
+    return ak.CLOZE
 
 
 def check_record(record: dict, ability: abilities.Ability) -> str:
@@ -100,14 +101,14 @@ def check_record(record: dict, ability: abilities.Ability) -> str:
     assert record["type"] == ability.type_name and isinstance(record["idx"], int)
     kind = answer_kind(record, ability)
     assert kind in ability.answer_kinds, (ability.key, kind)
-    assert record["question_format"] == (1 if kind == abilities.OPEN else 0)
-    if kind == abilities.OPEN:
+    assert record["question_format"] == (1 if kind == ak.OPEN else 0)
+    if kind == ak.OPEN:
         choices = record["choices"]
         assert len(choices) == 3 and len(set(choices)) == 3
         assert choices[0] == record["messages"][-1]["content"]
     else:
         assert "choices" not in record
-    assert ("answer" in record) == (kind == abilities.MATH)
+    assert ("answer" in record) == (kind == ak.MATH)
     if ability == UNDERSTANDING:
         assert len(record["messages"]) > 2
         assert len(options_of(record["messages"][-2]["content"])) in (3, 4)
@@ -190,7 +191,7 @@ def test_schema_per_ability(micro_dir):
 @pytest.mark.slow
 def test_gold_letters_are_balanced(micro_dir):
     for spec in SPECS:
-        if abilities.MC not in spec.ability.answer_kinds:
+        if ak.MC not in spec.ability.answer_kinds:
             continue
         for split in ("full", "test"):
             by_n = {}
@@ -207,7 +208,7 @@ def test_gold_letters_are_balanced(micro_dir):
 def test_splits_share_no_question(micro_dir):
     for spec in SPECS:
         files = split_files(micro_dir, spec.ability.key)
-        keep = abilities.MULTISELECT in spec.ability.answer_kinds
+        keep = ak.MULTISELECT in spec.ability.answer_kinds
         stems = {
             s: {stem_of(r, keep) for r in records_of(files[s])} for s in ("full", "valid", "test")
         }
@@ -267,11 +268,11 @@ def test_same_seed_same_bytes_other_seed_differs(micro_dir, tmp_path):
 
 
 # sha256 over "<path> <sha256>" lines of every seed-0 file outside tokenizer/ (whose bytes
-# also depend on the tokenizers version), as generated since #21 (math in 1-3 small steps,
-# 5-shot prompts that fit 256 positions, the planted ordering in ground_truth.json).
+# also depend on the tokenizers version), as the generator writes them now (math in 1-3 small
+# steps, 5-shot prompts that fit 256 positions, the planted ordering in ground_truth.json).
 SEED_0_RECORDS_DIGEST = "453a328f008b2b15212e83f2c283ab0ce7947ed3825303eae94db5dd5c7557c8"
 # The pretraining text the recorded ladder (studies/value_residual_micro_ladder) and the micro
-# study's bases were trained on: unchanged by #21, which changed items only.
+# study's bases were trained on: unchanged when those items were last rewritten.
 PRETRAIN_SHA256 = {
     "pretrain/train.txt": "0f1c2ac365bff42e8a48df3fcab56d7a7a18540e1830582ef2ed608da55022ff",
     "pretrain/valid.txt": "de65e6fade438d3f2e4bf59980adc4685e21c8604533408afeb881e3d47787d7",
@@ -305,7 +306,7 @@ def test_tokenizer_vocab_and_item_lengths(micro_dir):
             )
             for r in records
         ]
-        if abilities.MATH in spec.ability.answer_kinds:
+        if ak.MATH in spec.ability.answer_kinds:
             assert max(lengths) < 200
         else:
             assert sum(n < 100 for n in lengths) / len(lengths) >= 0.9, spec.ability.key
@@ -386,11 +387,11 @@ def test_ground_truth_matches_the_design(micro_dir):
 @pytest.mark.parametrize("formulation", ["letter", "text"])
 def test_every_ood_prompt_fits_the_micro_context_with_room_for_the_answer(micro_dir, formulation):
     """A 5-shot prompt and its answer fit the micro bases' 256 positions, with 16 tokens to
-    spare for a letter's generation budget (#21: teacher qualification used to get none)."""
+    spare for a letter's generation budget (teacher qualification once had none)."""
     tok = AutoTokenizer.from_pretrained(micro_dir / "tokenizer")
     prepare_tokenizer(tok)
     test = load_items(micro_dir, "test")
-    for it in (abilities.formulate(x, formulation) for x in test if x["ability"] in OOD_KEYS):
+    for it in (ak.formulate(x, formulation) for x in test if x["ability"] in OOD_KEYS):
         prompt = tok.apply_chat_template(
             it["messages"][:-1], tokenize=False, add_generation_prompt=True
         )

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from doit.data.abilities import CLOZE, MC, TF
+from doit.data.kinds import CLOZE, MC, TF
 from doit.data.micro.build import FACT_GROUPS, HELD_OUT_FACTS, SPECS, draft_ability
 from doit.data.micro.drafts import OPTION_FORMATS, ItemContext
 from doit.data.micro.knowledge import HISTORY_TF, TF_WRAPPERS
