@@ -264,7 +264,8 @@ def write_tables(a, out: Path, step: str = "run") -> list[Path]:
 
 def curriculum(args) -> int:
     from doit.analysis import curriculum as cur
-    from doit.analysis.curriculum.options import POLICIES, Options, parse_pairs
+    from doit.analysis.curriculum import policies as pol
+    from doit.analysis.curriculum.options import Options, parse_pairs
     from doit.analysis.curriculum.outputs import CURRICULUM
 
     check_out(args, CURRICULUM, {"the source": args.source, "--data": args.data})
@@ -274,7 +275,7 @@ def curriculum(args) -> int:
             "test (the comparison is then optimistic); choose on valid (the default)"
         )
     policies = (
-        POLICIES if args.policy == "all" else tuple(p.strip() for p in args.policy.split(","))
+        pol.names() if args.policy == "all" else tuple(p.strip() for p in args.policy.split(","))
     )
     options = Options(
         budget=args.budget,

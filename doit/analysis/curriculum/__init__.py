@@ -12,7 +12,7 @@ the one error), `evidence` (what the policies read), `model` (S_a with the trans
 """
 
 from doit.analysis.curriculum.core import Result, make
-from doit.analysis.curriculum.options import POLICIES, CurriculumError, Options
+from doit.analysis.curriculum.options import CurriculumError, Options
 from doit.analysis.curriculum.outputs import write
 
-__all__ = ["POLICIES", "CurriculumError", "Options", "Result", "make", "write"]
+__all__ = ["CurriculumError", "Options", "Result", "make", "write"]

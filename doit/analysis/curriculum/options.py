@@ -13,17 +13,6 @@ MODELS = ("auto", "linear", "lightgbm")
 REACH = 4.0  # marginal and regression give an ability at most REACH x the largest n observed
 
 
-def __getattr__(name: str):
-    """``POLICIES`` (every policy, in run order) and ``EQUAL_BUDGET`` (those that spend the
-    budget), read from the one registry, `policies.REGISTRY`, when asked: its builders import
-    this module, so it cannot be imported here first."""
-    if name in ("POLICIES", "EQUAL_BUDGET"):
-        from doit.analysis.curriculum import policies
-
-        return policies.names() if name == "POLICIES" else policies.equal_budget()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class CurriculumError(ValueError):
     """A curriculum that cannot be made as asked; the message is one line naming the fix."""
 
