@@ -8,6 +8,7 @@ import pytest
 from doit.analysis import plots
 from doit.analysis.cli import STEPS, main
 from doit.analysis.pipeline import Analysis
+from doit.analysis.settings import Settings
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.grid.results import write_shard
 from tests.analysis.test_report import values
@@ -85,7 +86,7 @@ def test_demo_shaped_study_fits_two_point_series_and_draws_the_n0_cells(demo, tm
     md = (out / "report.md").read_text()
     assert "prediction needs >= 3 bases" in md and "fell back to their last epoch" in md
     assert "n = 0 (untuned base) cells are not fitted" in md and "note: " in printed
-    a = Analysis(str(root), replicates=30)
+    a = Analysis(str(root), Settings(replicates=30))
     for name in ("scaling_data", "macro", "heatmap"):
         fig = getattr(plots, name)(a)
         panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
@@ -169,11 +170,7 @@ def test_fits_never_take_the_log_of_n0():
     a = Analysis.__new__(Analysis)
     a.__dict__.update(
         source="x",
-        rule="study",
-        replicates=20,
-        delta=2.0,
-        seed=0,
-        notes=[],
+        settings=Settings(replicates=20),
         table=table,
         items=items,
     )

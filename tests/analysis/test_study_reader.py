@@ -4,6 +4,8 @@ reads (the max rule's, per-item rows following them), with and without per-item 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,8 +13,10 @@ import pytest
 from doit.analysis import targets
 from doit.analysis.curriculum import Options, make
 from doit.analysis.curriculum import validate as val
+from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.pipeline import Analysis
 from doit.analysis.sensitivity import interval
+from doit.analysis.settings import Settings
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.grid.results import frame, write_shard
 
@@ -57,7 +61,7 @@ def test_micro_scores_are_the_analysis_scores_of_a_two_formulation_study(tmp_pat
     rows = rows[rows["split"] == "test"]  # the targets pool valid and test; the analysis: test
     study = write_study(tmp_path / "study", *both_formulations(rows, items))
     counts = targets.micro_scores(study, replicates=40)
-    analysed = Analysis(str(study), "last", 40, split="test").counts
+    analysed = Analysis(str(study), Settings(rule="last", replicates=40)).counts
     assert (counts.points["m"] == 50).all()  # one formulation's 50 items, not both pooled
     pd.testing.assert_frame_equal(counts.points[POINT], analysed.points[POINT])
     np.testing.assert_array_equal(counts.k, analysed.k)
@@ -106,7 +110,7 @@ def curriculum_of(source):
         budget=BUDGET,
         policies=("marginal",),
         pools=dict.fromkeys(ABILITIES, 1000),
-        replicates=30,
+        settings=replace(SETTINGS, replicates=30),
     )
     return make(source, options)
 
@@ -116,13 +120,15 @@ def test_validation_reads_the_analysis_scores_of_a_two_formulation_study(tmp_pat
     rows.to_csv(tmp_path / "source.csv", index=False)
     folder = validation_study(tmp_path / "validate")
     tables = val.compare(curriculum_of(tmp_path / "source.csv"), folder, replicates=40)
-    valid = Analysis(str(folder), "last", 40, split="valid").counts
+    valid = Analysis(str(folder), replace(SETTINGS, replicates=40)).counts
     for r in tables["calibration"].itertuples():
         i = valid.column(r.ability, mix=f"{r.policy}-{BUDGET}")
         score = float(valid.points["score"].iloc[i])
         lo, hi = interval(score, 100 * valid.k[:, i] / valid.m[:, i])
         assert (r.measured, r.measured_lo, r.measured_hi) == pytest.approx((score, lo, hi))
-    test = Analysis(str(folder), "last", 40, split="test").counts.points.set_index(["mix", "ability"])
+    test = Analysis(str(folder), Settings(rule="last", replicates=40)).counts.points.set_index(
+        ["mix", "ability"]
+    )
     diff = tables["differences"]
     diff = diff[diff["ability"].isin(ABILITIES)].set_index("ability")
     for k in ABILITIES:
@@ -136,7 +142,7 @@ def test_validation_reads_the_reused_uniform_cells_as_the_analysis_does(tmp_path
     folder = validation_study(tmp_path / "validate", policies=("marginal",))
     reused = {0: "s-n16-s0"}
     tables = val.compare(curriculum_of(source), folder, replicates=40, reused=reused)
-    test = Analysis(str(source), "last", 40, split="test").counts.points
+    test = Analysis(str(source), Settings(rule="last", replicates=40)).counts.points
     test = test[test["n_per_ability"] == 16].set_index("ability")
     diff = tables["differences"]
     diff = diff[diff["ability"].isin(ABILITIES)].set_index("ability")
