@@ -80,7 +80,7 @@ def add_flags(parser, defaults: Settings = Settings(), why: str = "") -> None:
         meta, value = f.metadata, getattr(defaults, f.name)
         shown = "" if value is None else f" (default {value})"
         if value != getattr(standard, f.name):
-            shown = f" (default here {value}, elsewhere {getattr(standard, f.name)}: {why})"
+            shown = f" (default {value}, not the analysis's {getattr(standard, f.name)}: {why})"
         kind = {"choices": meta["choices"]} if "choices" in meta else {"type": meta["type"]}
         parser.add_argument(
             "--" + f.name.replace("_", "-"), default=value, help=meta["help"] + shown, **kind

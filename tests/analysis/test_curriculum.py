@@ -168,7 +168,9 @@ def test_maximum_and_marginal_handle_resistant_and_saturating_abilities(planted)
 
 @pytest.mark.slow
 def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
+    study = planted.evidence.analysis  # the same fits, other bounds
     options = Options(
+        settings=study.settings,
         budget=6000,
         policies=("reconstruct", "marginal"),
         pools=DOIT_FULL,
@@ -177,7 +179,6 @@ def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
         caps={"reasoning": 400, "understanding": 500},
         weights={"code": 3.0},
     )
-    study = planted.evidence.analysis  # the same fits, other bounds
     result = make(study, options)
     for name, alloc in result.allocations.items():
         c = alloc.counts

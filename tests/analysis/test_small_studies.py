@@ -9,6 +9,7 @@ from doit.analysis import plots
 from doit.analysis.cli import STEPS, main
 from doit.analysis.pipeline import Analysis
 from doit.analysis.settings import Settings
+from doit.analysis.study import StudyRows
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.grid.results import write_shard
 from tests.analysis.test_report import values
@@ -167,12 +168,9 @@ def test_fits_never_take_the_log_of_n0():
             n_items=20,
             epochs=(3.0,),
         )
-    a = Analysis.__new__(Analysis)
+    a = Analysis.__new__(Analysis)  # the reader's rows given, not read from a folder
     a.__dict__.update(
-        source="x",
-        settings=Settings(replicates=20),
-        table=table,
-        items=items,
+        source="x", settings=Settings(replicates=20), rows=StudyRows(table, items, table, ())
     )
     with np.errstate(divide="raise", invalid="raise"):
         fits = list(a.grid.data.values())
