@@ -148,3 +148,19 @@ def test_validation_reads_the_reused_uniform_cells_as_the_analysis_does(tmp_path
     diff = diff[diff["ability"].isin(ABILITIES)].set_index("ability")
     for k in ABILITIES:
         assert diff.loc[k, "uniform"] == pytest.approx(test.loc[k, "score"])
+
+
+def test_complexity_is_measured_before_the_analysis_is_built(tmp_path, tiny_base):
+    """``features --base --data``: the Analysis is built once Complexity is known (it is not
+    changed after construction), so features.csv carries it."""
+    from doit.analysis.cli import main
+    from tests.tiny import FIXTURE
+
+    rows, _ = planted(False)
+    rows.to_csv(tmp_path / "table.csv", index=False)
+    out = tmp_path / "out"
+    argv = ["features", str(tmp_path / "table.csv"), "--out", str(out), "--replicates", "20"]
+    assert main([*argv, "--base", str(tiny_base), "--data", str(FIXTURE)]) == 0
+    features = pd.read_csv(out / "features.csv").set_index("ability")
+    assert features.loc[list(ABILITIES), "complexity"].notna().all()
+    assert features.loc[list(ABILITIES), "ranked_items"].gt(0).all()
