@@ -66,6 +66,7 @@ def logged(path: Path):
 
 
 def parse_args(argv=None):
+    from doit.analysis.bootstrap import REPLICATES
     from doit.flags import at_least
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -74,7 +75,9 @@ def parse_args(argv=None):
     p.add_argument("--study", type=Path, default=Path("runs/study/demo"))
     p.add_argument("--workers", type=at_least(1), default=2, help="cells at once (one thread each)")
     p.add_argument("--budget", type=at_least(1), default=CURRICULUM_BUDGET, help="curriculum items")
-    p.add_argument("--replicates", type=at_least(1), default=1000, help="bootstrap replicates")
+    p.add_argument(
+        "--replicates", type=at_least(1), default=REPLICATES, help="bootstrap replicates"
+    )
     return p.parse_args(argv)
 
 
@@ -193,11 +196,13 @@ def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
     as the cells were asked (their formulation), every table written; returns the Analysis."""
     from doit.analysis.cli import measure_complexity, write_tables
     from doit.analysis.pipeline import Analysis, load_truth
+    from doit.analysis.settings import Settings
 
-    analysis = Analysis(str(study), "last", replicates, ground_truth=load_truth(data))
-    analysis.complexity = measure_complexity(
+    complexity = measure_complexity(
         str(grid.bases[0].resolved), str(data), grid.bases[0].chat_format, grid.formulations[0]
     )
+    settings = Settings(rule="last", replicates=replicates)
+    analysis = Analysis(str(study), settings, complexity=complexity, ground_truth=load_truth(data))
     write_tables(analysis, out)
     return analysis
 

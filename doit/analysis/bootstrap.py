@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 POINT = ["base", "params", "construction", "mix", "n_per_ability", "n_total", "excluded_ability"]
+REPLICATES = 1000  # bootstrap replicates unless asked otherwise (every analysis command's default)
 PAIRED, BINOMIAL = "paired item bootstrap", "binomial resampling of each cell (no per-item rows)"
 
 
@@ -57,7 +58,7 @@ class Counts:
 def bootstrap_counts(
     selected: pd.DataFrame,
     items: pd.DataFrame | None = None,
-    replicates: int = 1000,
+    replicates: int = REPLICATES,
     seed: int = 0,
     splits: tuple[str, ...] = ("test",),
 ) -> Counts:

@@ -17,12 +17,11 @@ Outputs and definitions: doit/analysis/README.md (``ladder``: doit/analysis/ladd
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from doit.analysis.formulation import MAX, RULES
-from doit.analysis.select import RULES as SELECT_RULES
-from doit.analysis.sensitivity import DELTA
-from doit.data.kinds import FORMULATIONS, LETTER
+from doit.analysis.settings import add_flags, from_args
+from doit.data.kinds import LETTER
 from doit.data.layout import TRAIN_POOLS
 from doit.flags import ArgumentParser, at_least
 from doit.grid.results import ResultsError
@@ -49,40 +48,16 @@ def build_parser() -> ArgumentParser:
         s.add_argument("source", help="a study folder (results/, items/) or a .csv/.parquet table")
         s.add_argument("--out", required=True, type=Path, help="output folder")
         s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
-        s.add_argument("--rule", default="study", choices=SELECT_RULES, help="checkpoint selection")
-        s.add_argument("--replicates", type=at_least(1), default=1000, help="bootstrap replicates")
-        s.add_argument(
-            "--delta", type=at_least(0, float), default=DELTA, help="equivalence margin, points"
-        )
-        s.add_argument("--seed", type=int, default=0)
+        add_flags(s)
         s.add_argument("--features", help="a CSV of extra per-ability feature columns")
         s.add_argument("--base", help="untuned base model for Complexity (the smallest base)")
         s.add_argument("--data", help="DoIT data folder for Complexity (and ground_truth.json)")
         s.add_argument("--chat-format", default="doit", help="chat format for an untuned base")
         s.add_argument(
-            "--split",
-            default="test",
-            choices=("test", "valid"),
-            help="the split fitted (valid only under --rule last)",
-        )
-        s.add_argument(
             "--budget",
             type=int,
             help="run/report: add a curriculum section at this "
             "budget (items; see the curriculum command)",
-        )
-        s.add_argument(
-            "--formulation",
-            default=MAX,
-            choices=RULES,
-            help="which scoring of a checkpoint scored in several formulations is read: "
-            "max (OLMES's rule, the default) or one formulation's",
-        )
-        s.add_argument(
-            "--cell-formulation",
-            choices=FORMULATIONS,
-            help="the cells trained in this formulation (needed when the table holds "
-            "several: a grid's formulation axis)",
         )
     s = sub.add_parser("ladder", help="loss vs size of a pretraining ladder (ladder.py)")
     s.add_argument(
@@ -102,7 +77,14 @@ def build_parser() -> ArgumentParser:
 
 
 def curriculum_parser(sub) -> None:
-    from doit.analysis.curriculum.options import MODELS, REACH, TRANSFER, UNITS
+    from doit.analysis.curriculum.options import (
+        MODELS,
+        REACH,
+        SETTINGS,
+        TRANSFER,
+        UNITS,
+        WHY,
+    )
     from doit.analysis.curriculum.policies import help_text
 
     s = sub.add_parser(
@@ -154,13 +136,7 @@ def curriculum_parser(sub) -> None:
         default=REACH,
         help="optimised counts stay within this x the largest observed n",
     )
-    s.add_argument(
-        "--delta", type=at_least(0, float), default=DELTA, help="equivalence margin, points"
-    )
-    s.add_argument("--replicates", type=at_least(1), default=1000, help="bootstrap replicates")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--rule", default="last", choices=SELECT_RULES, help="checkpoint selection")
-    s.add_argument("--split", default="valid", choices=("valid", "test"), help="the split fitted")
+    add_flags(s, SETTINGS, WHY)
     s.add_argument(
         "--validate",
         action="store_true",
@@ -192,27 +168,23 @@ def run(args) -> int:
 
     named = {"the source": args.source, "--features": args.features, "--base": args.base}
     check_out(args, ANALYSIS, {**named, "--data": args.data})
+    settings = from_args(args)
     a = Analysis(
         str(args.source),
-        args.rule,
-        args.replicates,
-        args.delta,
-        args.seed,
+        settings,
         features_csv=args.features,
         ground_truth=load_truth(args.data),
-        split=args.split,
-        formulation=args.formulation,
-        cell_formulation=args.cell_formulation,
     )
     a.extra_features  # noqa: B018 (read and checked before anything is written)
     if a.table.empty:  # validated first: nothing is written for a table that is refused
         return write_empty(a, args.out, args.step)
     planned = curriculum_for(args) if args.budget and args.step in ("run", "report") else None
-    if args.base:
-        trained = sorted(a.analysed_rows["cell_formulation"].dropna().unique())
-        a.complexity = measure_complexity(
+    if args.base:  # measured as the analysed cells were asked (their formulation)
+        trained = sorted(a.table["cell_formulation"].dropna().unique())
+        measured = measure_complexity(
             args.base, args.data, args.chat_format, trained[0] if len(trained) == 1 else LETTER
         )
+        a = replace(a, complexity=measured)
     out, step = args.out, args.step
     written = write_tables(a, out, step)
     figures = {}
@@ -292,11 +264,7 @@ def curriculum(args) -> int:
         transfer=args.transfer,
         model=args.model,
         reach=args.reach,
-        delta=args.delta,
-        replicates=args.replicates,
-        seed=args.seed,
-        rule=args.rule,
-        split=args.split,
+        settings=from_args(args),
     )
     result = cur.make(args.source, options)
     seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
@@ -328,22 +296,18 @@ def curriculum(args) -> int:
 
 def curriculum_for(args):
     """The curriculum of ``run --budget N``'s report section: every policy the study's cells
-    allow (each policy's `Policy.needs`), pools from --data or the study's grid."""
+    allow (each policy's `Policy.needs`), pools from --data or the study's grid; the run's
+    settings but the curriculum's rule and split (valid under `last`)."""
     from doit.analysis import curriculum as cur
-    from doit.analysis.curriculum.options import Options
+    from doit.analysis.curriculum.options import SETTINGS, Options
     from doit.analysis.curriculum.policies import allowed
-    from doit.grid.results import read_results
+    from doit.analysis.pipeline import Analysis
 
-    policies = allowed(read_results(args.source)["construction"])
-    options = Options(
-        budget=args.budget,
-        policies=policies,
-        data=args.data,
-        replicates=args.replicates,
-        seed=args.seed,
-        delta=args.delta,
-    )
-    return cur.make(args.source, options)
+    settings = replace(from_args(args), rule=SETTINGS.rule, split=SETTINGS.split)
+    analysis = Analysis(str(args.source), settings)
+    policies = allowed(analysis.table["construction"])
+    options = Options(budget=args.budget, policies=policies, data=args.data, settings=settings)
+    return cur.make(analysis, options)
 
 
 EMPTY_NOTE = "The results table has no rows: nothing to select, fit or predict."

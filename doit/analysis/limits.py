@@ -49,8 +49,8 @@ def study_notes(a) -> list[str]:
     if len(tuned) and tuned["fallback"].any():
         notes.append(
             f"{int(tuned['fallback'].sum())} of {len(tuned)} fine-tuned cell(s) fell back "
-            f"to their last epoch (the {a.rule!r} rule found no eligible epoch: fewer than "
-            "5 epochs or no validation rows)."
+            f"to their last epoch (the {a.settings.rule!r} rule found no eligible epoch: "
+            "fewer than 5 epochs or no validation rows)."
         )
     s = shape(a.counts.points)
     if not s["n_per_base"]:

@@ -3,9 +3,10 @@ predictions; each CLI subcommand writes the pieces it names from one ``Analysis`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -16,74 +17,60 @@ from doit.analysis.bootstrap import bootstrap_counts
 from doit.analysis.fits import fit_grid, fits_table
 from doit.analysis.predict import predictions, summary
 from doit.analysis.select import select_checkpoints
-from doit.analysis.sensitivity import DELTA, sensitivities
+from doit.analysis.sensitivity import sensitivities as measure_sensitivities
+from doit.analysis.settings import Settings
+from doit.analysis.study import StudyRows, read_study
 from doit.data import abilities as ab
-from doit.grid.results import read_results
 from doit.io import read_json
 
 
-@dataclass
+class Sensitivities(NamedTuple):
+    table: pd.DataFrame  # sensitivity.csv's rows (without rule and delta)
+    replicates: dict  # the bootstrap replicates of each sensitivity (features.explain)
+
+
+@dataclass(frozen=True, eq=False)
 class Analysis:
+    """The analysis of the study (folder or table) at ``source`` under ``settings``; inputs
+    are fixed at construction, every result is computed once, when first read."""
+
     source: str
-    rule: str = "study"
-    replicates: int = 1000
-    delta: float = DELTA
-    seed: int = 0
+    settings: Settings = Settings()
     features_csv: str | None = None  # precomputed feature columns (pluggable)
     complexity: pd.DataFrame | None = None  # from `features --base --data`
     ground_truth: dict | None = None  # a micro corpus's ground_truth.json
-    notes: list[str] = field(default_factory=list)
-    split: str = "test"  # the split the fits are made on (valid: only under the rule `last`)
-    formulation: str = form.MAX  # which scoring of a checkpoint is read (doit.analysis.formulation)
-    cell_formulation: str | None = None  # the cells trained in it; None: the table's only one
 
     @cached_property
+    def rows(self) -> StudyRows:
+        """The study as the one reader reads it (`doit.analysis.study.read_study`)."""
+        s = self.settings
+        return read_study(self.source, s.formulation, s.cell_formulation)
+
+    @property
     def all_rows(self) -> pd.DataFrame:
         """The results table as read (abilities the registry does not know left out, said in
         the notes), every formulation a checkpoint was scored in."""
-        table = read_results(self.source)
-        check_scale(table, self.source)
-        unknown = unknown_abilities(table)
-        if unknown:
-            self.notes.append(
-                f"Abilities not in the ability registry, left out: "
-                f"{', '.join(unknown)} (doit.data.abilities lists the known keys)."
-            )
-            table = table[~table["ability"].isin(unknown)].reset_index(drop=True)
-        return table
+        return self.rows.all_rows
 
-    @cached_property
-    def _chosen(self):
-        return form.choose(self.all_rows, self._all_items, self.formulation, self.cell_formulation)
-
-    @cached_property
+    @property
     def table(self) -> pd.DataFrame:
         """One row per (cell, epoch, split, ability): the formulation rule's."""
-        return self._chosen[0]
+        return self.rows.table
 
-    @cached_property
+    @property
     def items(self) -> pd.DataFrame | None:
-        return self._chosen[1]
+        return self.rows.items
 
-    @cached_property
-    def _all_items(self) -> pd.DataFrame | None:
-        path = Path(self.source)
-        if path.is_dir() and any((path / "items").glob("*.parquet")):
-            return read_results(path, per_item=True)
-        sibling = path.with_name(path.stem + ".items" + path.suffix)  # results.items.parquet
-        return (
-            read_results(sibling, per_item=True) if path.is_file() and sibling.is_file() else None
-        )
+    @property
+    def notes(self) -> list[str]:
+        """What the reader left out, in sentences."""
+        return list(self.rows.notes)
 
     @cached_property
     def analysed_rows(self) -> pd.DataFrame:
         """Every scoring of the cells analysed (those trained in ``cell_formulation``)."""
-        rows = self.all_rows
-        return (
-            rows
-            if self.cell_formulation is None
-            else rows[rows["cell_formulation"] == self.cell_formulation]
-        )
+        rows, cells = self.all_rows, self.settings.cell_formulation
+        return rows if cells is None else rows[rows["cell_formulation"] == cells]
 
     @cached_property
     def formulations(self) -> pd.DataFrame:
@@ -92,14 +79,14 @@ class Analysis:
 
     @cached_property
     def selected(self) -> pd.DataFrame:
-        splits = None if self.split == "test" else (self.split,)  # test: benchmarks reported too
-        return select_checkpoints(self.table, self.rule, splits)
+        split = self.settings.split
+        splits = None if split == "test" else (split,)  # test: benchmarks reported too
+        return select_checkpoints(self.table, self.settings.rule, splits)
 
     @cached_property
     def counts(self):
-        return bootstrap_counts(
-            self.selected, self.items, self.replicates, self.seed, splits=(self.split,)
-        )
+        s = self.settings
+        return bootstrap_counts(self.selected, self.items, s.replicates, s.seed, (s.split,))
 
     @cached_property
     def grid(self):
@@ -107,16 +94,20 @@ class Analysis:
 
     @cached_property
     def fits(self) -> pd.DataFrame:
-        return fits_table(self.grid).assign(rule=self.rule, uncertainty=self.counts.method)
+        return fits_table(self.grid).assign(rule=self.settings.rule, uncertainty=self.counts.method)
 
     @cached_property
-    def _sens(self):
+    def sensitivities(self) -> Sensitivities:
         abilities = self.counts.points["ability"].unique()
-        return sensitivities(self.grid, self.delta, abilities, limits.shape(self.counts.points))
+        shape = limits.shape(self.counts.points)
+        return Sensitivities(
+            *measure_sensitivities(self.grid, self.settings.delta, abilities, shape)
+        )
 
     @property
     def sensitivity(self) -> pd.DataFrame:
-        return self._sens[0].assign(rule=self.rule, delta=self.delta)
+        s = self.settings
+        return self.sensitivities.table.assign(rule=s.rule, delta=s.delta)
 
     @cached_property
     def limits(self) -> list[str]:
@@ -125,7 +116,7 @@ class Analysis:
 
     @cached_property
     def predictions(self) -> pd.DataFrame:
-        return predictions(self.counts, self.seed).assign(rule=self.rule)
+        return predictions(self.counts, self.settings.seed).assign(rule=self.settings.rule)
 
     @property
     def prediction_summary(self) -> pd.DataFrame:
@@ -140,7 +131,7 @@ class Analysis:
                 out = out.merge(extra[cols], on="ability", how="left")
         if "complexity" not in out:
             out["complexity"] = float("nan")
-        return out.assign(rule=self.rule)
+        return out.assign(rule=self.settings.rule)
 
     @cached_property
     def extra_features(self) -> pd.DataFrame | None:
@@ -149,35 +140,15 @@ class Analysis:
 
     @cached_property
     def explain(self) -> pd.DataFrame:
-        return feat.explain(self._sens[0], self._sens[1], self.features, seed=self.seed)
+        sens = self.sensitivities
+        return feat.explain(sens.table, sens.replicates, self.features, seed=self.settings.seed)
 
     @cached_property
     def planted(self) -> pd.DataFrame | None:
         if not self.ground_truth:
             return None
-        measured = self.features.merge(self._sens[0], on="ability", how="left")
+        measured = self.features.merge(self.sensitivities.table, on="ability", how="left")
         return feat.planted_correlations(measured, self.ground_truth)
-
-
-SCORED_SPLITS = ("valid", "test")  # the splits whose abilities are the registry's
-
-
-def unknown_abilities(table: pd.DataFrame) -> list[str]:
-    """Abilities of the valid/test rows that the registry does not know (benchmark splits
-    carry their benchmark's name and are left alone)."""
-    rows = table[table["split"].isin(SCORED_SPLITS)]
-    known = {a.key for a in ab.ALL}
-    return sorted(set(rows["ability"].dropna().astype(str)) - known)
-
-
-def check_scale(table: pd.DataFrame, source: str) -> None:
-    """Refuse scores on a 0-1 scale: every score <= 1 while chance is in points."""
-    scores, chance = table["score"].dropna(), table["chance"].dropna()
-    if len(scores) and scores.max() <= 1 and len(chance) and chance.max() > 1:
-        raise ValueError(
-            f"{source}: score: every score is <= 1 while chance is in points (up "
-            f"to {chance.max():g}): the table is on a 0-1 scale; scores are 0-100"
-        )
 
 
 def read_features(path) -> pd.DataFrame:

@@ -68,6 +68,7 @@ def _group_blocks(a):
         ]
         compact[f"MDE {axis}"] = s[f"mde_{axis}"].round(1)
     compact["group"] = s["group"]
+    delta = a.settings.delta
     for col in ("planted_group", "published_group"):
         if col in s and (s[col] != "").any():
             compact[col.replace("_", " ")] = s[col]
@@ -78,8 +79,8 @@ def _group_blocks(a):
             "Data sensitivity: fitted points per 4x training items (averaged over bases); "
             "size sensitivity: fitted points per doubling of non-embedding parameters "
             f"(averaged over n). A factor is responsive when its CI's lower bound exceeds "
-            f"delta = {a.delta:g} points, resistant when its CI lies inside [-{a.delta:g}, "
-            f"{a.delta:g}], otherwise undetermined; MDE is the smallest sensitivity this "
+            f"delta = {delta:g} points, resistant when its CI lies inside [-{delta:g}, "
+            f"{delta:g}], otherwise undetermined; MDE is the smallest sensitivity this "
             "grid and item count would detect (80% power), so an undetermined factor with "
             "a large MDE is underpowered, not resistant.",
         ),
@@ -92,11 +93,11 @@ def _detail_blocks(a, figures):
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
     b = [
-        ("p", describe_formulation(a.analysed_rows, a.formulation)),
+        ("p", describe_formulation(a.analysed_rows, a.settings.formulation)),
         (
             "p",
-            f"Source: `{a.source}`. Checkpoint rule: **{a.rule}** (the epoch with the best "
-            "macro in-domain validation score among epochs >= 5, reported on test, unless "
+            f"Source: `{a.source}`. Checkpoint rule: **{a.settings.rule}** (the epoch with "
+            "the best macro in-domain validation score among epochs >= 5, reported on test, unless "
             f"another rule was asked for); {int(a.selected.drop_duplicates('cell')['fallback'].sum())} "
             "cell(s) fell back to their last epoch (fewer than 5 epochs, no validation rows, or "
             "an untuned n = 0 base).",

@@ -19,11 +19,12 @@ from pathlib import Path
 import pandas as pd
 
 from doit.analysis.bootstrap import Counts, bootstrap_counts
+from doit.analysis.formulation import MAX
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import interval
+from doit.analysis.study import read_study
 from doit.analysis.summary import ci
 from doit.data.kinds import LETTER, TEXT
-from doit.grid.results import read_results
 
 SPLITS = ("valid", "test")
 KNOWLEDGE_SIZE = ("biology", "history", "chinese", "code")
@@ -40,14 +41,22 @@ LEARNABLE = (
 REPLICATES = 2000
 
 
-def micro_scores(study: str | Path, replicates: int = REPLICATES, seed: int = 0) -> Counts:
-    """Bootstrap counts of a study folder's base and uniform cells (no leave-one-out, no
-    mixes): last epoch, valid and test pooled."""
-    table = read_results(study)
+def micro_scores(
+    study: str | Path,
+    replicates: int = REPLICATES,
+    seed: int = 0,
+    formulation: str = MAX,
+    cell_formulation: str | None = None,
+) -> Counts:
+    """Bootstrap counts of a study's base and uniform cells (no leave-one-out, no mixes): last
+    epoch, valid and test pooled, the rows the analysis reads (`doit.analysis.study`: one
+    formulation's per checkpoint, by ``formulation``, of the cells trained in
+    ``cell_formulation``)."""
+    rows = read_study(study, formulation, cell_formulation)
+    table = rows.table
     keep = table["construction"].isin(["base", "curated"]) & table["excluded_ability"].isna()
     selected = select_checkpoints(table[keep], "last", splits=SPLITS)
-    items = read_results(study, per_item=True)
-    return bootstrap_counts(selected, items, replicates, seed, splits=SPLITS)
+    return bootstrap_counts(selected, rows.items, replicates, seed, splits=SPLITS)
 
 
 def score_interval(counts: Counts, i: int) -> tuple[float, float, float]:

@@ -6,7 +6,8 @@ rename): ``STUDY/results/<cell>.parquet`` (one row per cell, epoch, split, abili
 idx). The items
 shard is written first; the results shard, written last, is what marks the cell done, so a
 runner killed between the two rewrites both. ``read_results`` gathers the shards (or reads
-one table file) and validates the schema; ``write_csv`` writes the whole table for people.
+one table file) and validates the schema; ``read_items`` the per-item rows beside them (a
+table file's sibling ``STEM.items.SUFFIX``); ``write_csv`` writes the whole table for people.
 """
 
 from __future__ import annotations
@@ -130,6 +131,24 @@ def read_results(path, per_item: bool = False) -> pd.DataFrame:
             f"{source}: {int(dup.sum())} rows repeat a key ({', '.join(key)}), e.g. {first}"
         )
     return df.sort_values(key, ignore_index=True)
+
+
+def items_path(path) -> Path | None:
+    """Where the per-item rows of a study or table lie: a study folder's ``items/``, or beside
+    a table file ``STEM.items.SUFFIX`` (``results.items.parquet`` beside ``results.parquet``);
+    None when there are none."""
+    path = Path(path)
+    if path.is_dir():
+        return path if any((path / ITEMS_DIR).glob("*.parquet")) else None
+    sibling = path.with_name(path.stem + ".items" + path.suffix)
+    return sibling if path.is_file() and sibling.is_file() else None
+
+
+def read_items(path) -> pd.DataFrame | None:
+    """The per-item rows of a study folder or of a table file (`items_path`), validated as
+    `read_results` validates them; None when it has none."""
+    where = items_path(path)
+    return None if where is None else read_results(where, per_item=True)
 
 
 def _read_table(path: Path) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from doit.analysis.curriculum import CurriculumError, Options, make, write
 from doit.analysis.curriculum.evidence import gather
 from doit.analysis.curriculum.optimise import Infeasible, concave, maximise
+from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.curriculum.policies import equal_shares
 from doit.analysis.curriculum.regression import lightgbm_module
 from doit.analysis.synthetic import BASES, Curve, law_study, planted_study
@@ -118,7 +120,7 @@ def planted(study_csv):
         policies=("reconstruct", "maximum", "marginal"),
         pools=DOIT_FULL,
         source="full",
-        replicates=100,
+        settings=replace(SETTINGS, replicates=100),
     )
     return make(study_csv, options)
 
@@ -166,7 +168,9 @@ def test_maximum_and_marginal_handle_resistant_and_saturating_abilities(planted)
 
 @pytest.mark.slow
 def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
+    study = planted.evidence.analysis  # the same fits, other bounds
     options = Options(
+        settings=study.settings,
         budget=6000,
         policies=("reconstruct", "marginal"),
         pools=DOIT_FULL,
@@ -175,7 +179,6 @@ def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
         caps={"reasoning": 400, "understanding": 500},
         weights={"code": 3.0},
     )
-    study = planted.evidence.analysis  # the same fits, other bounds
     result = make(study, options)
     for name, alloc in result.allocations.items():
         c = alloc.counts
@@ -220,7 +223,10 @@ def test_transfer_share_comes_from_the_loo_cells_and_is_ignored_without_them(tmp
         rng=1,
     )
     with_loo.to_csv(tmp_path / "loo.csv", index=False)
-    ev = gather(tmp_path / "loo.csv", Options(budget=600, pools=pools, replicates=100))
+    ev = gather(
+        tmp_path / "loo.csv",
+        Options(budget=600, pools=pools, settings=replace(SETTINGS, replicates=100)),
+    )
     t = ev.model.transfer
     lo, hi = t["biology"].ci
     assert lo <= 0.6 <= hi and abs(t["code"].share) < 0.15
@@ -231,7 +237,10 @@ def test_transfer_share_comes_from_the_loo_cells_and_is_ignored_without_them(tmp
     assert point == pytest.approx(u)
     plain = with_loo[with_loo["excluded_ability"].isna()]
     plain.to_csv(tmp_path / "plain.csv", index=False)
-    ev = gather(tmp_path / "plain.csv", Options(budget=600, pools=pools, replicates=50))
+    ev = gather(
+        tmp_path / "plain.csv",
+        Options(budget=600, pools=pools, settings=replace(SETTINGS, replicates=50)),
+    )
     assert not ev.model.uses_transfer and any("transfer ignored" in n for n in ev.notes)
     with pytest.raises(CurriculumError, match="data.loo"):
         gather(tmp_path / "plain.csv", Options(budget=600, pools=pools, transfer="on"))
@@ -258,7 +267,7 @@ def test_regression_recovers_a_planted_linear_law_from_40_random_mixes(tmp_path)
         budget=2560,
         policies=("regression",),
         pools=dict.fromkeys(keys, 1000),
-        replicates=50,
+        settings=replace(SETTINGS, replicates=50),
         model="linear",
         reach=10,
     )
@@ -283,7 +292,12 @@ def test_regression_needs_random_mixes_and_lightgbm_is_an_extra(tmp_path, study_
     with pytest.raises(CurriculumError, match="random_mixes"):
         make(
             study_csv,
-            Options(budget=2560, policies=("regression",), pools=DOIT_FULL, replicates=20),
+            Options(
+                budget=2560,
+                policies=("regression",),
+                pools=DOIT_FULL,
+                settings=replace(SETTINGS, replicates=20),
+            ),
         )
     keys = ab.ABILITY_KEYS
     cells = {
@@ -300,7 +314,7 @@ def test_regression_needs_random_mixes_and_lightgbm_is_an_extra(tmp_path, study_
         budget=2560,
         policies=("regression",),
         pools=dict.fromkeys(keys, 1000),
-        replicates=20,
+        settings=replace(SETTINGS, replicates=20),
         model="lightgbm",
     )
     if lightgbm_module() is None:  # the extra is not installed: one line naming the fix
@@ -323,7 +337,10 @@ def test_a_target_beyond_the_largest_base_is_extrapolated_with_the_held_out_erro
     )
     table.to_csv(tmp_path / "sizes.csv", index=False)
     options = Options(
-        budget=150, pools=dict.fromkeys(curves, 100), replicates=30, params=4 * BASES["l"]
+        budget=150,
+        pools=dict.fromkeys(curves, 100),
+        settings=replace(SETTINGS, replicates=30),
+        params=4 * BASES["l"],
     )
     result = make(tmp_path / "sizes.csv", options)
     note = next(n for n in result.notes if "beyond the largest base" in n)
@@ -347,6 +364,9 @@ def test_a_target_beyond_the_largest_base_is_extrapolated_with_the_held_out_erro
     )
     table.to_csv(tmp_path / "flat.csv", index=False)
     alloc = make(
-        tmp_path / "flat.csv", Options(budget=100, pools=dict.fromkeys(flat, 100), replicates=30)
+        tmp_path / "flat.csv",
+        Options(
+            budget=100, pools=dict.fromkeys(flat, 100), settings=replace(SETTINGS, replicates=30)
+        ),
     ).allocations["marginal"]
     assert alloc.counts == {"math": 50, "ethics": 50} and "resistant" in alloc.notes[0]

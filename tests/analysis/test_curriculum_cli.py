@@ -4,6 +4,7 @@ written; ``doit analysis run --budget`` carries the curriculum section."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from doit.analysis.cli import main
 from doit.analysis.curriculum import Options, make
 from doit.analysis.curriculum.core import COLUMNS
+from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.curriculum.regression import lightgbm_module
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.data import abilities as ab
@@ -99,7 +101,7 @@ def test_budget_in_tokens_spends_at_most_the_budget(tables):
         unit="tokens",
         policies=("reconstruct", "marginal"),
         pools=dict.fromkeys(KEYS, 1000),
-        replicates=20,
+        settings=replace(SETTINGS, replicates=20),
     )
     table = make(tables[0], options).table
     macro = table[table["ability"] == "macro"].set_index("policy")
@@ -207,3 +209,46 @@ def _write_corpus(root):
         record = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
         lines = [json.dumps({**record, "idx": i}, ensure_ascii=False) for i in range(100)]
         (root / "curated" / "1000" / path.name).write_text("\n".join(lines) + "\n", "utf-8")
+
+
+def axis_table(plain, folder):
+    """The plain study trained twice, in letter and in text (a grid's formulation axis): the
+    text cells' scores are the letter cells' less 5 points."""
+    letter = pd.read_csv(plain).assign(formulation="letter", cell_formulation="letter")
+    text = letter.assign(
+        cell=letter["cell"] + "-text",
+        formulation="text",
+        cell_formulation="text",
+        score=(letter["score"] - 5).clip(lower=0),
+    )
+    folder.mkdir()
+    pd.concat([letter, text]).to_csv(folder / "axis.csv", index=False)
+    text.to_csv(folder / "text.csv", index=False)
+    return folder / "axis.csv", folder / "text.csv"
+
+
+def test_curriculum_of_a_formulation_axis_reads_the_cells_asked_for(tables, tmp_path):
+    axis, text = axis_table(tables[1], tmp_path / "tables")
+    flags = ["--budget", "640", "--pools", POOLS, "--replicates", "20"]
+    out = tmp_path / "out"
+    assert (
+        main(["curriculum", str(axis), "--cell-formulation", "text", "--out", str(out), *flags])
+        == 0
+    )
+    assert main(["curriculum", str(text), "--out", str(tmp_path / "alone"), *flags]) == 0
+    got, alone = (pd.read_csv(p / "curriculum.csv") for p in (out, tmp_path / "alone"))
+    pd.testing.assert_frame_equal(got, alone)  # the text cells' curriculum, as if alone
+
+
+def test_analysis_run_with_a_budget_on_a_formulation_axis(tables, tmp_path):
+    axis, _ = axis_table(tables[1], tmp_path / "tables")
+    out, data = tmp_path / "analysis", tmp_path / "corpus"
+    _write_corpus(data)
+    argv = ["run", str(axis), "--out", str(out), "--replicates", "20", "--budget", "192"]
+    argv += ["--data", str(data), "--cell-formulation", "text"]
+    assert main(argv) == 0
+    text = (out / "report.md").read_text()
+    assert (
+        "## Curriculum: 192 items for s" in text
+        and "trained (an untuned base: rendered) in text" in text
+    )

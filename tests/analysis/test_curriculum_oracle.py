@@ -5,6 +5,7 @@ beats the transfer-blind allocation."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from doit.analysis.curriculum import Options
 from doit.analysis.curriculum.evidence import gather
 from doit.analysis.curriculum.model import transfer_shares
+from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.curriculum.policies import marginal
 from doit.analysis.synthetic import BASES, Curve, oracle_allocation, planted_macro, planted_study
 
@@ -56,7 +58,11 @@ def evidence(curves, rng, tmp_path, loo=()):
     )
     path = tmp_path / f"study{rng}.csv"
     table.to_csv(path, index=False)
-    options = Options(budget=BUDGET, pools=dict.fromkeys(curves, 1000), replicates=10, seed=rng)
+    options = Options(
+        budget=BUDGET,
+        pools=dict.fromkeys(curves, 1000),
+        settings=replace(SETTINGS, replicates=10, seed=rng),
+    )
     return gather(path, options)
 
 

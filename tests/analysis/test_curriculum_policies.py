@@ -5,6 +5,7 @@ the `Predictor` protocol."""
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ import pytest
 from doit.analysis import curriculum as cur
 from doit.analysis.cli import build_parser, main
 from doit.analysis.curriculum import Options, make, policies
+from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.curriculum.policies import REGISTRY, Allocation, Policy, Predictor
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.data import abilities as ab
@@ -126,7 +128,10 @@ def test_a_new_policy_is_one_function_and_one_record(study, tmp_path, monkeypatc
 
 def test_every_policys_model_is_a_predictor(study):
     options = Options(
-        budget=BUDGET, policies=policies.names(), pools=dict.fromkeys(KEYS, 1000), replicates=20
+        budget=BUDGET,
+        policies=policies.names(),
+        pools=dict.fromkeys(KEYS, 1000),
+        settings=replace(SETTINGS, replicates=20),
     )
     result = make(study, options)
     kinds = {type(a.model).__name__ for a in result.allocations.values()}

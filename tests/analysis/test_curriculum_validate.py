@@ -4,6 +4,8 @@ end on a tiny base."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from doit.analysis.cli import main
 from doit.analysis.curriculum import CurriculumError, Options, make
 from doit.analysis.curriculum import validate as val
+from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.synthetic import Curve, planted_study
 from doit.data import abilities as ab
 from doit.grid.plan import expand, write_plan
@@ -64,7 +67,11 @@ def study(tmp_path_factory, tiny_base):
 def result(study):
     return make(
         study,
-        Options(budget=BUDGET, policies=("reconstruct", "maximum", "marginal"), replicates=30),
+        Options(
+            budget=BUDGET,
+            policies=("reconstruct", "maximum", "marginal"),
+            settings=replace(SETTINGS, replicates=30),
+        ),
     )
 
 
@@ -103,7 +110,10 @@ def test_uniform_reuses_the_studys_own_cells_when_its_draw_is_the_same(study, tm
     rows = read_results(folder)
     rows = rows[rows["cell"] == "tiny-n1-s0"].assign(cell=planned).reset_index(drop=True)
     write_shard(folder, planned, rows)
-    got = make(folder, Options(budget=10, policies=("marginal",), replicates=30))
+    got = make(
+        folder,
+        Options(budget=10, policies=("marginal",), settings=replace(SETTINGS, replicates=30)),
+    )
     assert val.reused_uniform(got, (0,)) == {0: planned}
     names = [m.rsplit("/", 1)[1] for m in val.grid(got, tmp_path, seeds=(0,))["data"]["mix"]]
     assert names == ["marginal-10.yaml"]

@@ -9,6 +9,7 @@ import pytest
 from doit.analysis import plots
 from doit.analysis.cli import main
 from doit.analysis.pipeline import Analysis
+from doit.analysis.settings import Settings
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.grid.results import write_shard
 
@@ -82,7 +83,7 @@ def values(ax) -> set:
 
 def test_every_figure_panel_shows_at_least_two_distinct_non_chance_values(folder):
     root, feats = folder
-    a = Analysis(str(root), replicates=50, features_csv=str(feats))
+    a = Analysis(str(root), Settings(replicates=50), features_csv=str(feats))
     for name in plots.FIGURES:
         fig = getattr(plots, name)(a)
         panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]

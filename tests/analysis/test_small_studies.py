@@ -8,6 +8,8 @@ import pytest
 from doit.analysis import plots
 from doit.analysis.cli import STEPS, main
 from doit.analysis.pipeline import Analysis
+from doit.analysis.settings import Settings
+from doit.analysis.study import StudyRows
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.grid.results import write_shard
 from tests.analysis.test_report import values
@@ -85,7 +87,7 @@ def test_demo_shaped_study_fits_two_point_series_and_draws_the_n0_cells(demo, tm
     md = (out / "report.md").read_text()
     assert "prediction needs >= 3 bases" in md and "fell back to their last epoch" in md
     assert "n = 0 (untuned base) cells are not fitted" in md and "note: " in printed
-    a = Analysis(str(root), replicates=30)
+    a = Analysis(str(root), Settings(replicates=30))
     for name in ("scaling_data", "macro", "heatmap"):
         fig = getattr(plots, name)(a)
         panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
@@ -166,16 +168,9 @@ def test_fits_never_take_the_log_of_n0():
             n_items=20,
             epochs=(3.0,),
         )
-    a = Analysis.__new__(Analysis)
+    a = Analysis.__new__(Analysis)  # the reader's rows given, not read from a folder
     a.__dict__.update(
-        source="x",
-        rule="study",
-        replicates=20,
-        delta=2.0,
-        seed=0,
-        notes=[],
-        table=table,
-        items=items,
+        source="x", settings=Settings(replicates=20), rows=StudyRows(table, items, table, ())
     )
     with np.errstate(divide="raise", invalid="raise"):
         fits = list(a.grid.data.values())

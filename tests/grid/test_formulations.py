@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from doit.analysis.pipeline import Analysis
+from doit.analysis.settings import Settings
 from doit.grid import read_results
 from doit.grid.plan import write_plan
 from doit.grid.runner import run_study
@@ -34,7 +35,7 @@ def test_a_letter_cell_scored_in_letter_and_text_reports_both_and_the_max(tmp_pa
     kinds = items.groupby("formulation")["answer_kind"].agg(set)
     assert "mc" in kinds["letter"] and "mc_text" in kinds["text"] and "mc" not in kinds["text"]
 
-    a = Analysis(str(study), replicates=20)
+    a = Analysis(str(study), Settings(replicates=20))
     best = rows.groupby(KEY)["score"].max()
     chosen = a.table.set_index(KEY)
     assert len(chosen) == len(best) and (chosen["score"] == best.loc[chosen.index]).all()
@@ -46,7 +47,7 @@ def test_a_letter_cell_scored_in_letter_and_text_reports_both_and_the_max(tmp_pa
     assert {"letter", "text", "max"} <= set(table.columns) and len(table)
     assert (table["max"] >= table[["letter", "text"]].max(axis=1) - 1e-9).all()
     assert (
-        Analysis(str(study), replicates=20, formulation="text")
+        Analysis(str(study), Settings(replicates=20, formulation="text"))
         .table["formulation"]
         .eq("text")
         .all()

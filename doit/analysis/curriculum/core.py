@@ -174,6 +174,6 @@ def _row(ev, alloc, ability, n, extrapolated, point, reps, gain, gain_reps) -> d
         "target": ev.target,
         "budget": o.budget,
         "unit": o.unit,
-        "rule": o.rule,
-        "split": o.split,
+        "rule": o.settings.rule,
+        "split": o.settings.split,
     }

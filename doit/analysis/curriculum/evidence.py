@@ -2,9 +2,9 @@
 groups, the best observed n, the pools and bounds, the tokens an item costs, the mix points.
 
 Everything is computed, and every problem raised as a `CurriculumError`, before anything is
-written. The fits are the analysis's (`doit.analysis.pipeline.Analysis`) on the ``split`` of
-``Options`` (valid by default, under the rule ``last``), so the test split stays untouched for
-the comparison of the policies.
+written. The fits are the analysis's (`doit.analysis.pipeline.Analysis`) under the
+``settings`` of ``Options`` (valid under the rule ``last`` by default, its formulation and cell
+formulation included), so the test split stays untouched for the comparison of the policies.
 """
 
 from __future__ import annotations
@@ -69,26 +69,21 @@ def cost(options: Options, tokens: dict[str, float], counts: dict[str, int]) -> 
 
 
 def gather(source, options: Options) -> Evidence:
-    """The evidence for a curriculum from the study (folder or table) at ``source``, or from an
-    `Analysis` of it to reuse (its rule, split and replicates then hold). The cheap checks
-    (pools, bounds, budget) come before the fits."""
-    a = (
-        source
-        if isinstance(source, Analysis)
-        else Analysis(
-            str(source),
-            options.rule,
-            options.replicates,
-            options.delta,
-            options.seed,
-            split=options.split,
+    """The evidence for a curriculum from the study (folder or table) at ``source`` analysed
+    under ``options.settings``, or from an `Analysis` of it under those settings to reuse. The
+    cheap checks (pools, bounds, budget) come before the fits."""
+    a = source if isinstance(source, Analysis) else Analysis(str(source), options.settings)
+    if a.settings != options.settings:
+        raise ValueError(
+            f"the Analysis reused ({a.settings}) is not under the curriculum's settings "
+            f"({options.settings})"
         )
-    )
     table = a.table
-    scored = table[(table["split"] == a.split) & table["score"].notna()]
+    split = a.settings.split
+    scored = table[(table["split"] == split) & table["score"].notna()]
     abilities = tuple(k for k in ab.ABILITY_KEYS if k in set(scored["ability"]))
     if not abilities:
-        raise CurriculumError(f"{a.source}: no {a.split} scores of any ability to fit")
+        raise CurriculumError(f"{a.source}: no {split} scores of any ability to fit")
     pools = _pools(a.source, options, abilities)
     lower = {k: options.floors.get(k, 1) for k in abilities}
     upper = {k: int(min(pools.get(k, 0), options.caps.get(k, math.inf))) for k in abilities}
@@ -170,7 +165,7 @@ def _target(a: Analysis, abilities, options: Options):
         if fit is None:
             raise CurriculumError(
                 f"{k} has no data fit on base {base} (it needs >= 2 distinct "
-                f"n > 0 with {a.split} scores); add n to the grid"
+                f"n > 0 with {a.settings.split} scores); add n to the grid"
             )
         curves[k] = fit
     return base, float(bases[base]), curves

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from doit.analysis.settings import Settings
 from doit.data import abilities as ab
 
 UNITS = ("items", "tokens")
 TRANSFER = ("auto", "on", "off")
 MODELS = ("auto", "linear", "lightgbm")
 REACH = 4.0  # marginal and regression give an ability at most REACH x the largest n observed
+# The analysis settings a curriculum is fitted under unless asked otherwise: the valid split
+# under the rule `last` (the one rule that may report valid), so test stays untouched for
+# comparing the policies (`--validate`).
+SETTINGS = Settings(rule="last", split="valid")
+WHY = "the curriculum fits on valid, keeping test for comparing the policies"
 
 
 class CurriculumError(ValueError):
@@ -35,11 +41,7 @@ class Options:
     transfer: str = "auto"  # auto: LOO cells if any; on: required; off: ignored
     model: str = "auto"  # regression's model: auto (by cross-validation) | linear | lightgbm
     reach: float = REACH  # see REACH
-    delta: float = 2.0  # equivalence margin (points per 4x) for "resistant"
-    replicates: int = 1000  # bootstrap replicates (the analysis's paired item bootstrap)
-    seed: int = 0
-    rule: str = "last"  # checkpoint rule (valid is reported only under `last`)
-    split: str = "valid"  # the split the fits are made on; test stays for the comparison
+    settings: Settings = SETTINGS  # the analysis the curves are fitted by (see SETTINGS)
 
 
 def parse_pairs(text: str | None, flag: str, kind=int) -> dict:

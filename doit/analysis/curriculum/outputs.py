@@ -48,8 +48,8 @@ def mix_text(result: Result, policy: str) -> str:
     provenance = {
         "doit": "analysis curriculum",
         "study": str(ev.analysis.source),
-        "rule": o.rule,
-        "split": o.split,
+        "rule": o.settings.rule,
+        "split": o.settings.split,
         "policy": policy,
         "budget": o.budget,
         "unit": o.unit,
@@ -124,7 +124,7 @@ def figure(result: Result) -> plt.Figure:
             "o",
             color="black",
             ms=3,
-            label=f"observed ({ev.options.split})",
+            label=f"observed ({ev.options.settings.split})",
         )
         ax.axhline(100 * fit.chance, color="grey", ls=":", lw=1)
         for i, p in enumerate(policies):
@@ -169,8 +169,8 @@ def blocks(result: Result, figure_path: Path | None = None) -> list[tuple[str, o
         ("h2", f"Curriculum: {o.budget} {o.unit} for {ev.target}"),
         (
             "p",
-            f"Fitted on the {o.split} split (checkpoint rule {o.rule}), so test stays for the "
-            f"comparison. Each ability scores S_a = c_a + (1 - T_a)(U_a(n_a) - c_a) + "
+            f"Fitted on the {o.settings.split} split (checkpoint rule {o.settings.rule}), so "
+            f"test stays for the comparison. Each ability scores S_a = c_a + (1 - T_a)(U_a(n_a) - c_a) + "
             f"T_a (U_a(N_other / (K - 1)) - c_a): U_a the fitted uniform-grid curve, T_a the "
             "share of its uniform gain kept without its own data (leave-one-out cells). "
             f"Predictions and gains over uniform carry 95% CIs from the analysis's "

@@ -235,7 +235,7 @@ def marginal(ev: Evidence) -> Allocation:
     high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
     if resistant:
         notes.append(
-            f"at their floor (data-sensitivity CI inside +-{ev.options.delta:g}): "
+            f"at their floor (data-sensitivity CI inside +-{ev.options.settings.delta:g}): "
             f"{', '.join(resistant)}"
         )
     total = sum(uniform(ev).counts.values())
@@ -254,7 +254,7 @@ def regression(ev: Evidence) -> Allocation:
         raise CurriculumError(
             "regression predicts the bases its mixtures were trained on: give --base, not --params"
         )
-    model = reg.fit(ev.mix_points, ev.options.model, ev.options.seed)
+    model = reg.fit(ev.mix_points, ev.options.model, ev.options.settings.seed)
     free = list(ev.abilities)
     high, notes = _bounds(ev, model.observed_max, free)
     if model.kind == "linear":
@@ -281,7 +281,7 @@ def _search(ev: Evidence, model, high: dict) -> dict[str, int]:
     drawn around the pool prior, rounded within the bounds."""
     from doit.grid.random_mixes import counts as to_counts
 
-    rng = np.random.default_rng(ev.options.seed)
+    rng = np.random.default_rng(ev.options.settings.seed)
     keys = list(ev.abilities)
     lows = np.array([ev.lower[k] for k in keys], float)
     room = np.array([high[k] for k in keys], float) - lows

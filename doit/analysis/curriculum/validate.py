@@ -150,24 +150,28 @@ def compare(
     result: Result, study, replicates: int | None = None, reused: dict[int, str] | None = None
 ) -> dict[str, pd.DataFrame]:
     """calibration and differences (module docstring) from the validation study's results, the
-    ``reused`` cells of the analysed study standing for uniform."""
-    from doit.grid.results import read_results
+    ``reused`` cells of the analysed study standing for uniform; both read as the analysis
+    reads a study (`doit.analysis.study.read_study`, under the curriculum's formulation
+    settings)."""
+    from doit.analysis.study import read_study
 
-    o = result.options
-    table = read_results(study)
-    items = read_results(study, per_item=True)
-    table = table[table["construction"] == "mix"].assign(mix=lambda d: d["mix"].map(policy_of))
+    s = result.options.settings
+    rows = read_study(study, s.formulation, s.cell_formulation)
+    table = rows.table[rows.table["construction"] == "mix"]
+    table = table.assign(mix=table["mix"].map(policy_of))
+    items = [rows.items]
     if reused:
-        source = result.evidence.analysis.source
-        cells = set(reused.values())
-        mine = read_results(source)
-        mine = mine[mine["cell"].isin(cells)].assign(construction="mix", mix=result.baseline.policy)
+        a, cells = result.evidence.analysis, set(reused.values())
+        mine = a.table[a.table["cell"].isin(cells)].assign(
+            construction="mix", mix=result.baseline.policy
+        )
         table = pd.concat([table, mine.astype(table.dtypes.to_dict())], ignore_index=True)
-        theirs = read_results(source, per_item=True)
-        items = pd.concat([items, theirs[theirs["cell"].isin(cells)]], ignore_index=True)
+        items.append(None if a.items is None else a.items[a.items["cell"].isin(cells)])
+    items = [i for i in items if i is not None]
+    items = pd.concat(items, ignore_index=True) if items else None
     if table.empty:
         raise CurriculumError(f"{study}: no finished policy cell to compare (doit grid status)")
-    reps, seed = replicates or o.replicates, o.seed
+    reps, seed = replicates or s.replicates, s.seed
     valid = bootstrap_counts(
         select_checkpoints(table, "last", ("valid",)), items, reps, seed, ("valid",)
     )

@@ -1,0 +1,70 @@
+"""The one reader of a study for the analysis: every consumer (`pipeline.Analysis`, the micro
+targets, the curriculum and its validation, ``run --budget``, the demo) reads a study's rows
+through `read_study`, so every one sees the same rows.
+
+It reads the results table and its per-item rows (``doit.grid.read_results``,
+``doit.grid.results.read_items``), refuses scores on a 0-1 scale, leaves out the abilities the
+registry does not know (said in ``notes``), and keeps one row per (cell, epoch, split, ability)
+by the formulation rule (`doit.analysis.formulation.choose`), the per-item rows following the
+kept rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from doit.analysis import formulation as form
+from doit.data import abilities as ab
+from doit.grid.results import read_items, read_results
+
+SCORED_SPLITS = ("valid", "test")  # the splits whose abilities are the registry's
+
+
+@dataclass(frozen=True)
+class StudyRows:
+    """What `read_study` read."""
+
+    table: pd.DataFrame  # one row per (cell, epoch, split, ability): the formulation rule's
+    items: pd.DataFrame | None  # the per-item rows of those rows; None without per-item rows
+    all_rows: pd.DataFrame  # every formulation a checkpoint was scored in, known abilities
+    notes: tuple[str, ...]  # what was left out, in sentences
+
+
+def read_study(
+    source, formulation: str = form.MAX, cell_formulation: str | None = None
+) -> StudyRows:
+    """The rows of the study folder or table file ``source`` (module docstring), of the cells
+    trained in ``cell_formulation`` (None: the table must hold one) by the rule
+    ``formulation``."""
+    rows = read_results(source)
+    check_scale(rows, str(source))
+    unknown = unknown_abilities(rows)
+    notes = ()
+    if unknown:
+        notes = (
+            f"Abilities not in the ability registry, left out: {', '.join(unknown)} "
+            "(doit.data.abilities lists the known keys).",
+        )
+        rows = rows[~rows["ability"].isin(unknown)].reset_index(drop=True)
+    table, items = form.choose(rows, read_items(source), formulation, cell_formulation)
+    return StudyRows(table, items, rows, notes)
+
+
+def unknown_abilities(table: pd.DataFrame) -> list[str]:
+    """Abilities of the valid/test rows that the registry does not know (benchmark splits
+    carry their benchmark's name and are left alone)."""
+    rows = table[table["split"].isin(SCORED_SPLITS)]
+    known = {a.key for a in ab.ALL}
+    return sorted(set(rows["ability"].dropna().astype(str)) - known)
+
+
+def check_scale(table: pd.DataFrame, source: str) -> None:
+    """Refuse scores on a 0-1 scale: every score <= 1 while chance is in points."""
+    scores, chance = table["score"].dropna(), table["chance"].dropna()
+    if len(scores) and scores.max() <= 1 and len(chance) and chance.max() > 1:
+        raise ValueError(
+            f"{source}: score: every score is <= 1 while chance is in points (up "
+            f"to {chance.max():g}): the table is on a 0-1 scale; scores are 0-100"
+        )
