@@ -141,7 +141,9 @@ def _validate(df: pd.DataFrame, source, first_line: int | None = None) -> pd.Dat
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             where = f"{source}:{first_line + i}" if first_line else f"{source}: row {i + 1}"
-            what = "empty" if pd.isna(raw.iloc[i]) else f"not {KIND_WORD[dtype]}: {raw.iloc[i]!r}"
+            what = (
+                "empty" if pd.isna(raw.iloc[i]) else f"not {KIND_WORD[dtype]}: {raw.tolist()[i]!r}"
+            )
             raise PretrainingError(f"{where}: column {column!r} is {what}")
         columns[column] = values
     return pd.DataFrame(columns).astype(COLUMNS)
