@@ -63,10 +63,11 @@ def mix_grid(
     source = Path(source)
     if not (source / PLAN).is_file():
         raise MixStudyError(
-            f"{source}: not a planned study folder (no {PLAN}) to take the base and recipe from"
+            f"needs a study folder (with {PLAN}) to take the base and recipe from; "
+            f"{source} is not one"
         )
     if not seeds:
-        raise MixStudyError("no training seeds to train the mixes with")
+        raise MixStudyError("needs training seeds to train the mixes with")
     raw = read_plan(source).grid.raw
     bases = [b for b in raw["bases"] if b.get("name") == base]
     if not bases:

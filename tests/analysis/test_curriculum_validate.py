@@ -120,7 +120,7 @@ def test_uniform_reuses_the_studys_own_cells_when_its_draw_is_the_same(study, tm
 
 
 def test_the_grid_refuses_mixes_it_cannot_train_and_the_curriculum_says_so(study, tmp_path):
-    with pytest.raises(MixStudyError, match="not a planned study folder"):
+    with pytest.raises(MixStudyError, match="needs a study folder"):
         mix_grid(tmp_path, "tiny", [], (0,), "x")
     with pytest.raises(MixStudyError, match="nobody is not one of the study's bases"):
         mix_grid(study, "nobody", [], (0,), "x")
