@@ -85,7 +85,9 @@ def test_doit_has_no_import_cycle():
 
 
 # Lower layers never import upper ones: data and models know nothing of training, evaluation,
-# studies or analysis; evaluation knows nothing of training (it reads run dirs as files).
+# studies or analysis; evaluation knows nothing of training (it reads run dirs as files);
+# training knows nothing of the studies that run it, the grid nothing of the analysis of its
+# tables, and the analysis reads run folders only through the grid.
 LAYERS = {
     "doit.data": ("doit.train", "doit.eval", "doit.grid", "doit.analysis"),
     "doit.models": ("doit.train", "doit.eval", "doit.grid", "doit.analysis"),
@@ -98,13 +100,20 @@ LAYERS = {
         "doit.analysis",
     ),
     "doit.eval": ("doit.train",),
+    "doit.train": ("doit.grid", "doit.analysis"),
+    "doit.grid": ("doit.analysis",),
+    "doit.analysis": ("doit.train",),
 }
+# What the analysis may import of the grid: its public face (doit/grid/__init__.py) and the two
+# contract modules, the results table and the typed plan; never the runner's insides.
+GRID_FACE = ("doit.grid", "doit.grid.results", "doit.grid.plan")
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def layer_violations(edges: dict[str, set[str]]) -> list[str]:
-    def within(module: str, package: str) -> bool:
-        return module == package or module.startswith(package + ".")
-
     return sorted(
         f"{src} -> {dst}"
         for src, targets in edges.items()
@@ -122,3 +131,27 @@ def test_the_layer_check_finds_a_planted_upward_import():
 
 def test_lower_layers_import_nothing_from_upper_ones():
     assert layer_violations(graph()) == []
+
+
+def face_violations(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{src} -> {dst}"
+        for src, targets in edges.items()
+        if within(src, "doit.analysis")
+        for dst in targets
+        if within(dst, "doit.grid") and dst not in GRID_FACE
+    )
+
+
+def test_the_face_check_finds_a_planted_reach_past_the_grids_face():
+    edges = {
+        "doit.analysis.ladder": {"doit.grid", "doit.grid.results", "doit.grid.evaluate"},
+        "doit.grid.runner": {"doit.grid.cell"},
+        "doit.train.sft": {"doit.grid.plan"},
+    }
+    assert face_violations(edges) == ["doit.analysis.ladder -> doit.grid.evaluate"]
+    assert layer_violations(edges) == ["doit.train.sft -> doit.grid.plan"]
+
+
+def test_the_analysis_imports_only_the_grids_public_face():
+    assert face_violations(graph()) == []

@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from doit.data.kinds import FORMULATIONS, TEXT
+from doit.data.kinds import FORMULATIONS
 
 MAX = "max"
 RULES = (MAX, *FORMULATIONS)
@@ -124,45 +124,6 @@ def describe(table: pd.DataFrame, rule: str) -> str:
     )
 
 
-def rescored(study, norm: str, splits=("valid",)) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results rows, per-item rows) of a study's text-formulation scorings on ``splits``,
-    judged again from their stored predictions under the ranking normalisation ``norm``
-    (``doit.eval.kinds.NORMS``; no model is loaded): the runner's rows with ``score`` and
-    ``correct`` replaced. Only the text kinds' verdicts can change (open items keep the
-    study's perplexity rule)."""
-    from pathlib import Path
-
-    from doit.eval.evaluate import load_split_items, output_paths
-    from doit.eval.score import score_file
-    from doit.grid.evaluate import checkpoint_folder, score_rows
-    from doit.grid.plan import CELLS, read_plan
-    from doit.grid.results import read_results
-
-    text = TEXT
-    grid = read_plan(study).grid
-    rows, items = read_results(study), read_results(study, per_item=True)
-    rows = rows[rows["split"].isin(splits) & (rows["formulation"] == text)]
-    loaded = {
-        s: load_split_items(grid.doit_dir, s, ood=s == "test", formulation=text) for s in splits
-    }
-    new_rows, new_items = [], []
-    for (cell, epoch, step, split), block in rows.groupby(["cell", "epoch", "step", "split"]):
-        folder = checkpoint_folder(Path(study) / CELLS / cell, float(epoch), int(step))
-        scores = score_file(loaded[split], output_paths(folder, split, text)[0], norm=norm)
-        got, verdicts = score_rows(split, scores, text)
-        score = {r["ability"]: r["score"] for r in got}
-        new_rows.append(block.assign(score=block["ability"].map(score).astype("Float64")))
-        mine = items[
-            (items["cell"] == cell)
-            & (items["epoch"] == epoch)
-            & (items["split"] == split)
-            & (items["formulation"] == text)
-        ]
-        correct = {(v["type"], v["idx"]): v["correct"] for v in verdicts}
-        new_items.append(mine.assign(correct=[correct[k] for k in zip(mine["type"], mine["idx"])]))
-    return pd.concat(new_rows, ignore_index=True), pd.concat(new_items, ignore_index=True)
-
-
 TEXT_KINDS = ("mc_text", "tf_text", "multiselect_text")
 
 
@@ -177,11 +138,12 @@ def compare_norms(
     from doit.analysis.bootstrap import bootstrap_counts
     from doit.analysis.sensitivity import interval
     from doit.eval.kinds import NORMS
+    from doit.grid import rescore
 
     norms = list(norms or NORMS)
     rows, items = [], []
     for norm in norms:
-        r, i = rescored(study, norm, splits)
+        r, i = rescore(study, norm, splits)
         mine = set(i.loc[i["answer_kind"].isin(TEXT_KINDS), "ability"])
         rows.append(r[r["ability"].isin(mine)].assign(cell=r["cell"] + "|" + norm, mix=norm))
         items.append(i[i["ability"].isin(mine)].assign(cell=i["cell"] + "|" + norm))

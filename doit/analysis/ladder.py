@@ -2,11 +2,11 @@
 differences against a base architecture, the equal-loss parameter ratio with a seed bootstrap,
 sanity checks and a verdict (``doit analysis ladder RUNS_OR_TABLE --out DIR``).
 
-Input, one row per finished pretraining run (``RUN_COLUMNS``): read from ladder run folders
-(``read_runs``: the "end" row of every ``<ladder>/<arch>_<size>/seed<k>/metrics.jsonl``) or
-from a CSV with those columns (``read_runs_table``; a pretraining-only grid's
-``STUDY/pretraining.csv`` is one). ``analyse(runs)`` puts the rows in run-folder order and
-returns a ``Ladder``:
+Input, one row per finished pretraining run, read by ``load_runs`` through
+`doit.grid.read_pretraining` (its one schema and unigram rule): from ladder folders (the "end"
+row of every ``<ladder>/<arch>_<size>/seed<k>/metrics.jsonl``), a pretraining-only grid's
+study folder or a table with its columns (``STUDY/pretraining.csv``, or a ladder's
+``runs.csv``). ``analyse(runs)`` puts the rows in run-folder order and returns a ``Ladder``:
 
 - ``table``: per (arch, size): seeds, non-embedding parameters, final valid loss mean and SD
   over seeds, and the paired difference arch - base (same seed, hence same data order) as mean
@@ -29,13 +29,13 @@ The paper's numbers, for comparison: ~10.4% fewer parameters at equal loss for t
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from doit.grid import read_pretraining
 from doit.io import OutputKind, atomic_write_text, mark_output, marked_or_holding
 
 BASE = "vanilla"
@@ -45,84 +45,19 @@ REPLICATES = 2000
 LADDER = OutputKind(
     "ladder", holds=marked_or_holding("ladder", "fits.csv", "table.csv", "verdict.txt")
 )
-# column -> what it holds; unigram_loss may be null (older runs did not record it)
-RUN_COLUMNS = {
-    "arch": "architecture (vanilla | resformer | svformer | ...)",
-    "size": "size name (xs, s, m, l)",
-    "seed": "training seed",
-    "params_non_embedding": "non-embedding parameters",
-    "params_total": "all parameters",
-    "valid_loss": "final validation loss, nats per token",
-    "tokens": "training tokens seen",
-    "wall_s": "training wall seconds",
-    "unigram_loss": "the corpus's unigram baseline, nats per token",
-}
-NUMERIC = (
-    "seed",
-    "params_non_embedding",
-    "params_total",
-    "valid_loss",
-    "tokens",
-    "wall_s",
-    "unigram_loss",
-)
-LOG = logging.getLogger(__name__)
 
 
 # --- input ------------------------------------------------------------------------------------
-def read_runs(ladders) -> pd.DataFrame:
-    """One row per finished run under the ladder folders (unfinished ones are logged and left
-    out); FileNotFoundError when there is none."""
-    from doit.train.rundir import read_metrics
-
-    rows = []
-    for ladder in ladders:
-        for path in sorted(Path(ladder).glob("*/seed*/metrics.jsonl")):
-            end = [r for r in read_metrics(path.parent) if r["kind"] == "end"]
-            if not end:
-                LOG.warning("warning: %s is unfinished (no end row); left out", path.parent)
-                continue
-            last = end[-1]
-            unigram = [last[k] for k in ("unigram_entropy", "unigram_valid_loss") if k in last]
-            rows.append(
-                {
-                    **{k: last[k] for k in list(RUN_COLUMNS)[:-1]},
-                    "unigram_loss": min(unigram) if unigram else np.nan,
-                }
-            )
-    if not rows:
-        raise FileNotFoundError(f"no finished runs (metrics.jsonl with an end row) under {ladders}")
-    return pd.DataFrame(rows)
-
-
-def read_runs_table(path) -> pd.DataFrame:
-    """A CSV of runs with ``RUN_COLUMNS``; ValueError naming the file, line and column of a
-    missing column, an empty field or a value that is not a number."""
-    df = pd.read_csv(path, dtype={"arch": str, "size": str})
-    missing = [c for c in RUN_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-    for column in RUN_COLUMNS:
-        raw = df[column]
-        values = pd.to_numeric(raw, errors="coerce") if column in NUMERIC else raw
-        bad = values.isna() & (raw.notna() | (column != "unigram_loss"))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            what = "empty" if pd.isna(raw.iloc[i]) else f"not a number: {raw.iloc[i]!r}"
-            raise ValueError(f"{path}:{i + 2}: column {column!r} is {what}")
-        df[column] = values
-    if df.empty:
-        raise ValueError(f"{path}: no runs")
-    return df[list(RUN_COLUMNS)]
-
-
 def load_runs(sources) -> pd.DataFrame:
-    """Runs from ladder folders and CSV tables together."""
-    folders = [Path(s) for s in sources if not str(s).endswith(".csv")]
-    parts = [read_runs_table(s) for s in sources if str(s).endswith(".csv")]
-    if folders:
-        parts.append(read_runs(folders))
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    """The pretraining rows of every source (ladder folders, study folders, tables) together;
+    ValueError naming a source that holds no finished run."""
+    parts = []
+    for source in sources:
+        runs = read_pretraining(source)
+        if runs.empty:
+            raise ValueError(f"{source}: no finished pretraining runs")
+        parts.append(runs)
+    return pd.concat(parts, ignore_index=True)
 
 
 # --- the analysis -----------------------------------------------------------------------------

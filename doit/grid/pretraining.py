@@ -1,26 +1,31 @@
-"""The pretraining table: one row per finished pretraining cell (what the base ladder compares).
+"""The pretraining table: one row per finished pretraining run (what the base ladder compares).
 
 The runner writes a pretraining cell's row once its base is DONE, from DONE's "end" row
 (`doit.train.pretrain`), atomically: ``STUDY/pretraining/<cell>.parquet``; the row, written
 last, is what marks the cell done. `read_pretraining` gathers and validates the rows (or reads
-one table file); `write_csv` writes ``STUDY/pretraining.csv``, for people (at the end of
-``run``). The columns are the old ``ladder.jsonl``'s, and what ``doit.analysis.ladder`` reads.
+one table file, or the end rows of a folder of pretraining runs); `write_csv` writes
+``STUDY/pretraining.csv``, for people (at the end of ``run``). ``COLUMNS`` is the one schema of
+a pretraining run's row and `row` the one rule that makes it (the unigram baseline included):
+``doit.analysis.ladder`` reads nothing else.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from doit.io import atomic_path, inside
+from doit.train import rundir
 
 PRETRAINING_DIR = "pretraining"
 # column -> dtype (numpy's: every finished run records them all; unigram_loss is NaN if not)
 COLUMNS = {
-    "cell": "str",  # the pretraining cell's id (doit.grid.plan)
-    "base": "str",  # the base's name in the grid
+    "cell": "str",  # the pretraining cell's id (doit.grid.plan); read from a run folder: its path
+    "base": "str",  # the base's name in the grid; read from a run folder: the folder above it
     "arch": "str",  # the run's architecture: vanilla | resformer | resformer_learnable | svformer
     "size": "str",  # the config's size label (xs | s | m | l | custom)
     "seed": "int64",  # the pretraining seed (initial weights; the block order unless data_seed)
@@ -32,6 +37,10 @@ COLUMNS = {
     "unigram_loss": "float64",  # min(unigram_entropy, unigram_valid_loss): the unigram baseline
 }
 END_KEYS = tuple(COLUMNS)[2:-1]  # taken from DONE's end row as they are
+OPTIONAL = ("unigram_loss",)  # the columns that may be null (older runs did not record them)
+RUNS = "*/seed*/" + rundir.METRICS  # a folder of pretraining runs: <base>/seed<k>/metrics.jsonl
+KIND_WORD = {"str": "text", "int64": "an integer", "float64": "a number"}  # for errors
+LOG = logging.getLogger(__name__)
 
 
 class PretrainingError(ValueError):
@@ -39,7 +48,7 @@ class PretrainingError(ValueError):
 
 
 def row(cell_id: str, base: str, end: dict) -> dict:
-    """A pretraining cell's row from its base's DONE ("end" row)."""
+    """A pretraining run's row from its "end" row (a base's DONE, or its metrics.jsonl's)."""
     unigram = [end[k] for k in ("unigram_entropy", "unigram_valid_loss") if end.get(k) is not None]
     return {
         "cell": cell_id,
@@ -64,11 +73,15 @@ def write_row(study, r: dict) -> Path:
 
 
 def read_pretraining(path) -> pd.DataFrame:
-    """The pretraining table of a study folder (its rows gathered) or of a ``.csv``/``.parquet``
-    file: every column present (an error names the missing ones and the file) and of its type,
-    one row per cell; sorted by cell."""
+    """The pretraining table of a study folder (its rows gathered), of a folder of pretraining
+    runs (``RUNS``, e.g. a base ladder's bases_dir: each run's last end row, unfinished runs
+    logged and left out) or of a ``.csv``/``.parquet`` file: every column present (an error
+    names the missing ones and the file) and of its type (an error names the file, the CSV
+    line and the column), one row per cell; sorted by cell."""
     path = Path(path)
-    if path.is_dir():
+    if path.is_dir() and not _is_study(path) and any(path.glob(RUNS)):
+        df = _read_runs(path)
+    elif path.is_dir():
         shards = sorted((path / PRETRAINING_DIR).glob("*.parquet"))
         parts = [_validate(pd.read_parquet(p), str(p)) for p in shards]
         df = (
@@ -76,12 +89,15 @@ def read_pretraining(path) -> pd.DataFrame:
             if parts
             else _validate(pd.DataFrame(columns=list(COLUMNS)), str(path))
         )
-    elif path.suffix in (".csv", ".parquet") and path.is_file():
-        read = pd.read_csv if path.suffix == ".csv" else pd.read_parquet
-        df = _validate(read(path), str(path))
+    elif path.suffix == ".csv" and path.is_file():
+        text = {c: str for c, dtype in COLUMNS.items() if dtype == "str"}
+        df = _validate(pd.read_csv(path, dtype=text), str(path), first_line=2)
+    elif path.suffix == ".parquet" and path.is_file():
+        df = _validate(pd.read_parquet(path), str(path))
     else:
         raise PretrainingError(
-            f"{path}: no such study folder or pretraining table (.csv, .parquet)"
+            f"{path}: no such study folder, folder of pretraining runs ({RUNS}) or "
+            "pretraining table (.csv, .parquet)"
         )
     dup = df["cell"].duplicated(keep=False)
     if dup.any():
@@ -89,14 +105,48 @@ def read_pretraining(path) -> pd.DataFrame:
     return df.sort_values("cell", ignore_index=True)
 
 
-def _validate(df: pd.DataFrame, source: str) -> pd.DataFrame:
+def _is_study(folder: Path) -> bool:
+    return (folder / PRETRAINING_DIR).is_dir() or (folder / "plan.json").is_file()
+
+
+def _read_runs(folder: Path) -> pd.DataFrame:
+    """One row per finished run of a folder of runs: the cell is the run's folder, the base
+    the folder above it (``<base>/seed<k>``)."""
+    parts = []
+    for metrics in sorted(folder.glob(RUNS)):
+        run = metrics.parent
+        ends = [r for r in rundir.read_metrics(run) if r["kind"] == "end"]
+        if not ends:
+            LOG.warning("warning: %s is unfinished (no end row); left out", run)
+            continue
+        parts.append(_validate(pd.DataFrame([row(str(run), run.parent.name, ends[-1])]), metrics))
+    if not parts:
+        raise PretrainingError(f"{folder}: no finished run (a {RUNS} with an end row)")
+    return pd.concat(parts, ignore_index=True)
+
+
+def _validate(df: pd.DataFrame, source, first_line: int | None = None) -> pd.DataFrame:
+    """``df`` in the schema; PretrainingError naming ``source`` (with the line of row i,
+    ``first_line`` + i, when it is a CSV) and the column of the first missing or bad value."""
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise PretrainingError(f"{source}: missing column(s): {', '.join(missing)}")
-    try:
-        return df[list(COLUMNS)].astype(COLUMNS)
-    except (TypeError, ValueError) as e:
-        raise PretrainingError(f"{source}: a column does not hold its type: {e}") from None
+    columns = {}
+    for column, dtype in COLUMNS.items():
+        raw = df[column].reset_index(drop=True)
+        values = raw if dtype == "str" else pd.to_numeric(raw, errors="coerce")
+        bad = values.isna() & (raw.notna() | (column not in OPTIONAL))
+        if dtype == "int64":
+            bad |= values.notna() & (values % 1 != 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            where = f"{source}:{first_line + i}" if first_line else f"{source}: row {i + 1}"
+            what = (
+                "empty" if pd.isna(raw.iloc[i]) else f"not {KIND_WORD[dtype]}: {raw.tolist()[i]!r}"
+            )
+            raise PretrainingError(f"{where}: column {column!r} is {what}")
+        columns[column] = values
+    return pd.DataFrame(columns).astype(COLUMNS)
 
 
 def write_csv(study) -> Path:

@@ -16,6 +16,7 @@ from doit.analysis.curriculum import validate as val
 from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.synthetic import Curve, planted_study
 from doit.data import abilities as ab
+from doit.grid import MixStudyError, mix_grid, reusable_cells
 from doit.grid.plan import expand, write_plan
 from doit.grid.results import frame, write_shard
 from doit.grid.spec import load_grid
@@ -114,12 +115,28 @@ def test_uniform_reuses_the_studys_own_cells_when_its_draw_is_the_same(study, tm
         folder,
         Options(budget=10, policies=("marginal",), settings=replace(SETTINGS, replicates=30)),
     )
-    assert val.reused_uniform(got, (0,)) == {0: planned}
+    uniform = got.allocations["uniform"].counts
+    assert set(uniform.values()) == {1}
+    assert reusable_cells(folder, "tiny", uniform, "1000", (0,)) == {0: planned}
     names = [m.rsplit("/", 1)[1] for m in val.grid(got, tmp_path, seeds=(0,))["data"]["mix"]]
     assert names == ["marginal-10.yaml"]
-    assert val.reused_uniform(got, (0, 1)) is None
+    assert reusable_cells(folder, "tiny", uniform, "1000", (0, 1)) is None
     names = [m.rsplit("/", 1)[1] for m in val.grid(got, tmp_path, seeds=(0, 1))["data"]["mix"]]
     assert names == ["uniform-10.yaml", "marginal-10.yaml"]
+    # another pool, a cell not among the finished ones, unequal counts: nothing stands for it
+    assert reusable_cells(folder, "tiny", uniform, "full", (0,)) is None
+    assert reusable_cells(folder, "tiny", uniform, "1000", (0,), among=set()) is None
+    assert reusable_cells(folder, "tiny", {**uniform, "math": 2}, "1000", (0,)) is None
+
+
+def test_the_grid_refuses_mixes_it_cannot_train_and_the_curriculum_says_so(study, tmp_path):
+    with pytest.raises(MixStudyError, match="needs a study folder"):
+        mix_grid(tmp_path, "tiny", [], (0,), "x")
+    with pytest.raises(MixStudyError, match="nobody is not one of the study's bases"):
+        mix_grid(study, "nobody", [], (0,), "x")
+    mapping, reused = mix_grid(study, "tiny", [tmp_path / "a.yaml"], (1, 0, 1), "x")
+    assert mapping["data"] == {"mix": [str((tmp_path / "a.yaml").resolve())]}
+    assert mapping["seed"] == [0, 1] and mapping["name"].endswith("-x") and reused is None
 
 
 def _planted_validation(folder, better: float):

@@ -20,6 +20,7 @@ import pytest
 
 from doit.analysis import ladder as lad
 from doit.analysis.cli import main
+from doit.grid.pretraining import COLUMNS
 
 SIZES = {"xs": 2e5, "s": 4e5, "m": 8e5}
 SEEDS = (0, 1, 2)
@@ -82,12 +83,12 @@ def result(ladder, tmp_path_factory):
     """``doit analysis ladder LADDER --out OUT``: (out, stdout, logged warnings)."""
     out = tmp_path_factory.mktemp("analysis")
     log, stdout = Lines(), io.StringIO()
-    logging.getLogger("doit.analysis.ladder").addHandler(log)
+    logging.getLogger("doit.grid.pretraining").addHandler(log)  # the one reader's warnings
     try:
         with contextlib.redirect_stdout(stdout):
             assert main(["ladder", str(ladder), "--out", str(out), "--replicates", "300"]) == 0
     finally:
-        logging.getLogger("doit.analysis.ladder").removeHandler(log)
+        logging.getLogger("doit.grid.pretraining").removeHandler(log)
     return out, stdout.getvalue(), log.lines
 
 
@@ -145,35 +146,78 @@ def test_outputs_and_verdict(result):
 
 
 def test_a_runs_table_in_any_order_gives_what_the_run_folders_give(result, tmp_path):
-    """runs.csv, shuffled and with a pretraining table's extra columns: the same files."""
+    """runs.csv (the pretraining table's schema, one row per run folder), shuffled, as CSV and
+    as parquet: the same files."""
     out = result[0]
     runs = pd.read_csv(out / "runs.csv")
-    assert len(runs) == 27 and list(runs.columns) == list(lad.RUN_COLUMNS)
-    table = runs.assign(cell=[f"c{i}" for i in range(27)], base="b").sample(frac=1, random_state=1)
-    table.to_csv(tmp_path / "pretraining.csv", index=False)
-    again = lad.analyse(lad.read_runs_table(tmp_path / "pretraining.csv"), replicates=300)
-    assert again.text + "\n" == (out / "verdict.txt").read_text()
-    assert again.fits.to_csv(index=False) == (out / "fits.csv").read_text()
-    assert again.table.to_csv(index=False) == (out / "table.csv").read_text()
+    assert len(runs) == 27 and list(runs.columns) == list(COLUMNS)
+    assert runs["base"].str.fullmatch(r"[a-z]+_[a-z]+").all() and runs["cell"].is_unique
+    shuffled = runs.sample(frac=1, random_state=1)
+    shuffled.to_csv(tmp_path / "pretraining.csv", index=False)
+    shuffled.to_parquet(tmp_path / "pretraining.parquet", index=False)
+    for table in ("pretraining.csv", "pretraining.parquet"):
+        again = lad.analyse(lad.load_runs([tmp_path / table]), replicates=300)
+        assert again.text + "\n" == (out / "verdict.txt").read_text()
+        assert again.fits.to_csv(index=False) == (out / "fits.csv").read_text()
+        assert again.table.to_csv(index=False) == (out / "table.csv").read_text()
+
+
+GOOD = "cell,base,arch,size,seed,params_non_embedding,params_total,valid_loss,tokens,wall_s,"
+GOOD += "unigram_loss\n"
 
 
 def test_a_bad_runs_table_names_the_file_line_and_column(tmp_path):
-    good = (
-        "arch,size,seed,params_non_embedding,params_total,valid_loss,tokens,wall_s,unigram_loss\n"
-    )
     path = tmp_path / "runs.csv"
-    path.write_text(good + "vanilla,xs,0,10,20,4.1,100,1.0,\nvanilla,s,0,20,30,oops,100,1.0,5.7\n")
+    path.write_text(
+        GOOD + "a,v,vanilla,xs,0,10,20,4.1,100,1.0,\nb,v,vanilla,s,0,20,30,oops,100,1.0,5.7\n"
+    )
     with pytest.raises(
         ValueError, match=r"runs.csv:3: column 'valid_loss' is not a number: 'oops'"
     ):
-        lad.read_runs_table(path)
-    path.write_text(good.replace(",wall_s", "") + "vanilla,xs,0,10,20,4.1,100,5.7\n")
-    with pytest.raises(ValueError, match="missing column.s. wall_s"):
-        lad.read_runs_table(path)
-    path.write_text(good + "vanilla,xs,,10,20,4.1,100,1.0,5.7\n")
+        lad.load_runs([path])
+    path.write_text(GOOD.replace(",wall_s", "") + "a,v,vanilla,xs,0,10,20,4.1,100,5.7\n")
+    with pytest.raises(ValueError, match="missing column.s.: wall_s"):
+        lad.load_runs([path])
+    path.write_text(GOOD + "a,v,vanilla,xs,,10,20,4.1,100,1.0,5.7\n")
     with pytest.raises(ValueError, match="runs.csv:2: column 'seed' is empty"):
-        lad.read_runs_table(path)
+        lad.load_runs([path])
+    path.write_text(GOOD + "a,v,vanilla,xs,0.5,10,20,4.1,100,1.0,5.7\n")
+    with pytest.raises(ValueError, match="runs.csv:2: column 'seed' is not an integer: 0.5"):
+        lad.load_runs([path])
+    path.write_text(GOOD)
+    with pytest.raises(ValueError, match="runs.csv: no finished pretraining runs"):
+        lad.load_runs([path])
     assert main(["ladder", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_a_run_folder_and_a_grid_cell_give_one_row_by_one_unigram_rule(tmp_path):
+    """A ladder run folder is read by the grid's pretraining reader: the same row a grid cell's
+    DONE gives (`pretraining.row`), so an end row that records one unigram baseline as null
+    takes the other (the ladder's own copy of the rule took min() over a None: TypeError)."""
+    from doit.grid import pretraining
+
+    end = {
+        "kind": "end",
+        "step": 1,
+        "tokens": 64,
+        "wall_s": 2.0,
+        "arch": "vanilla",
+        "size": "xs",
+        "seed": 0,
+        "params_non_embedding": 10,
+        "params_total": 20,
+        "valid_loss": 1.5,
+        "unigram_entropy": 5.7,
+        "unigram_valid_loss": None,
+    }
+    run = tmp_path / "ladder" / "vanilla_xs" / "seed0"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_text(json.dumps(end) + "\n")
+    (got,) = lad.load_runs([tmp_path / "ladder"]).to_dict("records")
+    assert got == pretraining.row(str(run), "vanilla_xs", end) and got["unigram_loss"] == 5.7
+    (run / "metrics.jsonl").write_text(json.dumps({**end, "kind": "start"}) + "\n")
+    with pytest.raises(ValueError, match="no finished run"):
+        lad.load_runs([tmp_path / "ladder"])
 
 
 def test_ladder_checks_fail_when_close_to_unigram_or_flat():

@@ -54,10 +54,11 @@ def test_a_letter_cell_scored_in_letter_and_text_reports_both_and_the_max(tmp_pa
     )
 
     # the text scorings judged again under each normalisation, from the stored predictions
-    from doit.analysis.formulation import compare_norms, rescored
+    from doit.analysis.formulation import compare_norms
     from doit.eval.kinds import DEFAULT_NORM
+    from doit.grid import rescore
 
-    again, verdicts = rescored(study, DEFAULT_NORM, ("valid",))
+    again, verdicts = rescore(study, DEFAULT_NORM, ("valid",))
     text = rows[(rows["formulation"] == "text") & (rows["split"] == "valid")]
     assert again.set_index(KEY)["score"].equals(text.set_index(KEY)["score"])
     assert len(verdicts) == len(

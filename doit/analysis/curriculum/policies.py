@@ -279,7 +279,7 @@ def regression(ev: Evidence) -> Allocation:
 def _search(ev: Evidence, model, high: dict) -> dict[str, int]:
     """RegMix's search for a model that is not separable: the mean of the top mixtures of many
     drawn around the pool prior, rounded within the bounds."""
-    from doit.grid.random_mixes import counts as to_counts
+    from doit.grid import mix_counts as to_counts
 
     rng = np.random.default_rng(ev.options.settings.seed)
     keys = list(ev.abilities)

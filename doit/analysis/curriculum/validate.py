@@ -1,15 +1,14 @@
 """``--validate``: train the competing policies at the same budget and compare them with uniform.
 
-``grid`` writes ``DIR/validate/grid.yaml``: the study's grid (every key it has, the
+``run`` has the grid train them (`doit.grid.train_mixes`, ``DIR/validate/grid.yaml`` and
+``DIR/validate/study``; ``grid`` is its mapping): the study's grid (every key it has, the
 formulation's included) with one base, the target, and one ``data.mix`` cell per equal-budget
 policy (``DIR/mixes/<policy>-<budget>.yaml``) for the training seeds (two or more give CIs
 that resample seeds too; one gives CIs over items only, and the tables' ``seeds`` say so).
-Uniform is not trained again when the study already holds the cells its mix would redraw
-(`reused_uniform`: the target base's n-per-ability cells of that n, pool and data seed, done
-for every validation seed): their rows stand for it. ``run`` plans it into
-``DIR/validate/study`` and runs its policy cells through `doit.grid` (a rerun resumes, keeping
-finished cells; the n = 0 cells every plan holds are left unrun);
-``compare`` reads its results:
+Uniform is not trained again when the study already holds the cells its mix would redraw (the
+target base's n-per-ability cells of that n, pool and data seed 0, analysed for every
+validation seed; `doit.grid.reusable_cells`): their rows stand for it. A rerun resumes,
+keeping finished cells. ``compare`` reads the results:
 
 - **calibration** (``calibration.csv``): per policy and ability, the predicted validation score
   (and CI) beside the measured one (the last epoch, seeds pooled, its CI from the paired item
@@ -22,7 +21,7 @@ finished cells; the n = 0 cells every plan holds are left unrun);
   back to binomial resampling, said in ``method``.
 
 Grid paths are relative to the current directory, as for the study itself: run --validate from
-where the study was planned.
+where the study was planned. This module keeps the statistics; the grid does the training.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from doit.analysis.bootstrap import bootstrap_counts
 from doit.analysis.curriculum import policies
@@ -41,75 +39,17 @@ from doit.analysis.curriculum.outputs import mix_name
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import interval
 from doit.data import abilities as ab
-from doit.io import atomic_path, atomic_write_text
+from doit.io import atomic_path
 
-DROP = ("name", "bases", "data", "seed", "sample_seed", "sweep", "pretrain_seed")
 Z = 1.959964
 
 
 def grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
     """The validation grid's mapping (module docstring); CurriculumError when the study is not
     a planned study folder or the target is not one of its bases."""
-    from doit.grid.plan import PLAN, read_plan
+    from doit.grid import mix_grid
 
-    source, ev = Path(result.evidence.analysis.source), result.evidence
-    if not (source / PLAN).is_file():
-        raise CurriculumError(
-            f"--validate needs a study folder (with {PLAN}) to take the base "
-            f"and recipe from; {source} is not one"
-        )
-    if not seeds:
-        raise CurriculumError("--validate needs training seeds (--seeds 0,1)")
-    raw = read_plan(source).grid.raw
-    base = [b for b in raw["bases"] if b.get("name") == ev.target]
-    if not base:
-        raise CurriculumError(
-            f"--validate trains the target base, and {ev.target} is not one of "
-            "the study's bases: give --base"
-        )
-    reused = result.baseline.policy if reused_uniform(result, seeds) else None
-    mixes = [
-        str((Path(out) / "mixes" / f"{mix_name(p, result.options.budget)}.yaml").resolve())
-        for p, alloc in result.allocations.items()
-        if alloc.equal_budget and p != reused
-    ]
-    kept = {k: v for k, v in raw.items() if k not in DROP}
-    return {
-        "name": f"{raw['name']}-curriculum-{result.options.budget}",
-        **kept,
-        "bases": base,
-        "data": {"mix": mixes},
-        "seed": sorted(set(seeds)),
-        "sample_seed": [0],
-    }
-
-
-def reused_uniform(result: Result, seeds) -> dict[int, str] | None:
-    """{seed: cell id} of the study's cells that uniform's mix would draw again: uniform gives
-    every ability the same n, and the study has the target base's n-per-ability cell of that n
-    (no ability left out, the mix's pool, data seed 0) finished for every seed; else None."""
-    from doit.grid.plan import PLAN, read_plan
-
-    counts = set(result.baseline.counts.values())
-    source = Path(result.evidence.analysis.source)
-    if len(counts) != 1 or not (source / PLAN).is_file():
-        return None
-    (n,) = counts
-    table = result.evidence.analysis.table
-    done = set(table["cell"])
-    found = {
-        c.seed: c.id
-        for c in read_plan(source).cells
-        if c.kind == "sft"
-        and c.base == result.evidence.target
-        and c.n_per_ability == n
-        and c.construction == "curated"
-        and c.excluded_ability is None
-        and c.sample_seed == 0
-        and (c.recipe or {}).get("pool", "1000") == result.options.source
-        and c.id in done
-    }
-    return found if all(s in found for s in seeds) else None
+    return _asked(mix_grid, **_request(result, out, seeds))[0]
 
 
 def run(
@@ -120,26 +60,61 @@ def run(
     threads: int | None = None,
     backend: str = "local",
 ) -> dict[str, pd.DataFrame]:
-    """Write the validation grid, plan and run it, compare; the tables are written too."""
-    from doit.grid.plan import write_plan
-    from doit.grid.runner import run_study
-    from doit.grid.spec import load_grid
+    """Train the policies' mixes (`doit.grid.train_mixes`), compare; the tables are written."""
+    from doit.grid import train_mixes
 
     folder = Path(out) / "validate"
-    mapping = grid(result, out, seeds)
-    path = atomic_write_text(
-        folder / "grid.yaml",
-        "# doit analysis curriculum --validate\n"
-        + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True),
+    trained = _asked(
+        train_mixes,
+        **_request(result, out, seeds),
+        where=folder,
+        made_by="doit analysis curriculum --validate",
+        max_parallel=max_parallel,
+        threads=threads,
+        backend=backend,
     )
-    write_plan(load_grid(path), folder / "study", replan=True)
-    # the policies' cells only: the untuned base's n = 0 cells the plan adds compare nothing
-    run_study(folder / "study", backend, max_parallel, threads, pattern="*-mix_*")
-    tables = compare(result, folder / "study", reused=reused_uniform(result, seeds))
+    tables = compare(result, trained.study, reused=trained.reused)
     for name, df in tables.items():
         with atomic_path(folder / f"{name}.csv") as tmp:
             df.to_csv(tmp, index=False)
     return tables
+
+
+def _request(result: Result, out: Path, seeds) -> dict:
+    """What the grid trains: the equal-budget policies' mixes on the target, the baseline's
+    (uniform's) reusable (the study's own cells that would draw it again, among the analysed
+    ones)."""
+    from doit.grid import Reusable
+
+    budget, ev = result.options.budget, result.evidence
+    mixes = [
+        Path(out) / "mixes" / f"{mix_name(p, budget)}.yaml"
+        for p, alloc in result.allocations.items()
+        if alloc.equal_budget
+    ]
+    return dict(
+        source=ev.analysis.source,
+        base=ev.target,
+        mixes=mixes,
+        seeds=seeds,
+        name=f"curriculum-{budget}",
+        reusable=Reusable(
+            Path(out) / "mixes" / f"{mix_name(result.baseline.policy, budget)}.yaml",
+            result.baseline.counts,
+            result.options.source,
+        ),
+        among=set(ev.analysis.table["cell"]),
+    )
+
+
+def _asked(call, **kwargs):
+    """``call(**kwargs)``, a grid's refusal as the curriculum's (``--validate: ...``)."""
+    from doit.grid import MixStudyError
+
+    try:
+        return call(**kwargs)
+    except MixStudyError as e:
+        raise CurriculumError(f"--validate: {e}") from None
 
 
 def policy_of(mix: str) -> str:
