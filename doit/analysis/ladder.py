@@ -14,10 +14,10 @@ returns a ``Ladder``:
 - ``fits``: per arch, the least-squares line log(loss) = intercept + slope * log(N) over every
   (size, seed) point; for each other arch the equal-loss parameter ratio N_arch / N_base at
   ``n_ref`` (the geometric mean of the base's sizes, the middle of the fit range), its
-  ``fewer_params_pct`` = 100 (1 - ratio) and a 95% bias-corrected percentile CI over seeds
-  (``doit.analysis.bootstrap.interval``; seeds resampled
-  with replacement, the same draw for every arch, so pairs stay paired), and ``ratio_note``
-  when the ratio is no measurement (flat lines, or extrapolated outside the arch's ladder);
+  ``fewer_params_pct`` = 100 (1 - ratio) and a 95% CI over seeds (the analysis's
+  bias-corrected percentile interval; seeds resampled with replacement, the same draw for
+  every arch, so pairs stay paired), and ``ratio_note`` when the ratio is no measurement
+  (flat lines, or extrapolated outside the arch's ladder);
 - ``checks``: every run's final loss at least 1 nat below the corpus's unigram baseline (the
   lower of the training unigram entropy and the valid tokens' unigram cross-entropy, both
   written by the pretraining run), and per arch a mean loss that falls at every step up in
