@@ -116,14 +116,14 @@ def _proxy(counts, ability, grid_mask, own):
     return _row(ability, PROXY, len(hi), gain, kept)
 
 
-def _row(ability, method, pairs, gain_sum: Estimate, kept_sum: Estimate):
-    gain, gain_reps, kept, kept_reps = gain_sum.point, gain_sum.reps, kept_sum.point, kept_sum.reps
-    g_lo, g_hi = gain_sum.interval()
+def _row(ability, method, pairs, gain: Estimate, kept: Estimate):
+    """features.csv's Transference columns from the gain and kept sums over ``pairs``."""
+    g_lo, g_hi = gain.interval()
     row = {
         "ability": ability,
         "transference_method": method,
         "transference_pairs": pairs,
-        "full_gain": gain / max(pairs, 1),
+        "full_gain": gain.point / max(pairs, 1),
         "full_gain_lo": g_lo / max(pairs, 1),
         "full_gain_hi": g_hi / max(pairs, 1),
         "transference": np.nan,
@@ -131,14 +131,14 @@ def _row(ability, method, pairs, gain_sum: Estimate, kept_sum: Estimate):
         "transference_hi": np.nan,
         "transference_note": "",
     }
-    if gain_reps is None or np.isnan(g_lo):
+    if gain.reps is None or np.isnan(g_lo):
         row["transference_note"] = "no cells to measure it"
     elif g_lo <= 0 <= g_hi:
         row["transference_note"] = "empty: the full-mix gain's CI includes 0"
     else:
-        t = kept / gain
+        t = kept.point / gain.point
         with np.errstate(divide="ignore", invalid="ignore"):
-            reps = kept_reps / gain_reps
+            reps = kept.reps / gain.reps
         lo, hi = Estimate(t, reps[np.isfinite(reps)]).interval()
         row.update(transference=t, transference_lo=lo, transference_hi=hi)
     return row
