@@ -12,18 +12,120 @@ items). Each replicate
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
 pairing, and ``Counts.method`` says so.
+
+Scores, paired differences and macros are read only through ``Counts``' methods (``score``,
+``scores``, ``pooled``, ``difference``, ``macro``, ``tally`` for a binomial fit), each an
+``Estimate`` (point and replicates) whose ``interval`` is the one interval rule of the analysis:
+the bias-corrected percentile bootstrap interval (``interval``, ``intervals`` over columns), 95%
+(``LEVEL``, ``Z``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
+
+from doit.data import macro as macro_rule
 
 POINT = ["base", "params", "construction", "mix", "n_per_ability", "n_total", "excluded_ability"]
 REPLICATES = 1000  # bootstrap replicates unless asked otherwise (every analysis command's default)
 PAIRED, BINOMIAL = "paired item bootstrap", "binomial resampling of each cell (no per-item rows)"
+
+
+LEVEL = 0.95  # every interval of the analysis is a 95% interval
+
+
+def z_score(level: float = LEVEL) -> float:
+    """The standard normal quantile of a two-sided ``level`` interval (1.96 for 95%)."""
+    return float(norm.ppf((1 + level) / 2))
+
+
+Z = z_score()
+
+
+def interval(
+    point: float, reps, level: float = LEVEL, method: str = "linear"
+) -> tuple[float, float]:
+    """The analysis's one interval rule, the bias-corrected percentile bootstrap interval: the
+    percentiles are shifted by the share of replicates below the point estimate (z0), which
+    removes the median bias a nonlinear fit gives plain percentile intervals. NaN replicates
+    are left out; (NaN, NaN) without a point or replicates. ``method``: numpy's percentile
+    method (``inverted_cdf`` for replicates that may be infinite)."""
+    if reps is None or np.isnan(point):
+        return np.nan, np.nan
+    reps = np.asarray(reps, float)
+    reps = reps[~np.isnan(reps)]
+    if len(reps) == 0:
+        return np.nan, np.nan
+    below = (np.mean(reps < point) + np.mean(reps <= point)) / 2
+    z0 = norm.ppf(np.clip(below, 1 / len(reps), 1 - 1 / len(reps)))
+    z = z_score(level)
+    q = norm.cdf([2 * z0 - z, 2 * z0 + z]) * 100
+    lo, hi = np.percentile(reps, q, method=method)
+    return float(lo), float(hi)
+
+
+def intervals(points, reps, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """``interval`` for every column: ``points`` (n,) and ``reps`` (R, n) give (lo, hi), each
+    (n,); ``reps`` None gives NaN bounds."""
+    points = np.atleast_1d(np.asarray(points, float))
+    lo, hi = np.full(points.shape, np.nan), np.full(points.shape, np.nan)
+    if reps is None:
+        return lo, hi
+    reps = np.asarray(reps, float).reshape(-1, points.size)
+    for j, point in enumerate(points):
+        lo[j], hi[j] = interval(point, reps[:, j], level)
+    return lo, hi
+
+
+def percent(correct, items):
+    """A score in points: ``correct`` of ``items`` as 0-100 (arrays elementwise)."""
+    return 100 * correct / items
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A score or a difference in points: ``point`` and its bootstrap ``reps`` (R,) (for
+    several points at once: (n,) and (R, n)); ``reps`` None when there are none."""
+
+    point: float | np.ndarray
+    reps: np.ndarray | None
+
+    def interval(self, level: float = LEVEL):
+        """Its 95% interval (``interval``; per point for several: ``intervals``)."""
+        if np.ndim(self.point) == 0:
+            return interval(float(self.point), self.reps, level)
+        return intervals(self.point, self.reps, level)
+
+    def ci(self) -> tuple[float, float, float]:
+        """(point, lo, hi) of a single estimate."""
+        return (float(self.point), *self.interval())
+
+    def total(self) -> Estimate:
+        """The sum over several points' estimates (point and each replicate)."""
+        reps = None if self.reps is None else self.reps.sum(1)
+        return Estimate(float(np.sum(self.point)), reps)
+
+    def minus(self, other: Estimate) -> Estimate:
+        """This estimate minus ``other``, replicate by replicate: paired when both come from
+        one ``Counts`` (the same draws)."""
+        reps = None if self.reps is None or other.reps is None else self.reps - other.reps
+        return Estimate(self.point - other.point, reps)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Points' correct answers of their items, seeds pooled (n,), and per replicate (R, n):
+    what a binomial fit takes."""
+
+    correct: np.ndarray
+    items: np.ndarray
+    correct_reps: np.ndarray
+    items_reps: np.ndarray
 
 
 @dataclass
@@ -53,6 +155,65 @@ class Counts:
             what = ", ".join(f"{k}={v}" for k, v in {"ability": ability, **where}.items())
             raise KeyError(f"{what} ({len(found)} points)")
         return int(found[0])
+
+    def score(self, column: int) -> Estimate:
+        """Point ``column``'s score and its replicate scores."""
+        return Estimate(float(self.points["score"].iloc[column]), self._rep_scores(column))
+
+    def scores(self, columns) -> Estimate:
+        """The scores of several points, (n,) and (R, n)."""
+        columns = np.asarray(columns, int)
+        return Estimate(self.points["score"].to_numpy(float)[columns], self._rep_scores(columns))
+
+    def pooled(self, columns) -> Estimate:
+        """Several points scored as one: their correct answers over their items."""
+        columns = np.asarray(columns, int)
+        k, m = (self.points[c].iloc[columns].sum() for c in ("k", "m"))
+        return Estimate(
+            percent(k, m), percent(self.k[:, columns].sum(1), self.m[:, columns].sum(1))
+        )
+
+    def difference(self, a, b) -> Estimate:
+        """The paired difference score(a) - score(b): the same item (and seed) draws on both
+        sides. ``a``, ``b``: two points, or equal-length arrays of points (pair by pair)."""
+        point = self.points["score"].to_numpy(float)
+        reps = 100 * (self.k[:, a] / self.m[:, a] - self.k[:, b] / self.m[:, b])
+        return Estimate(point[a] - point[b], reps)
+
+    def macro(self, by_ability: Mapping[str, Estimate], expected: Iterable[str]):
+        """The mean of per-ability estimates (scores or differences) over the in-domain
+        abilities of ``expected``, in registry order; None when one of them is missing
+        (``doit.data.macro``'s rule)."""
+        return mean_over(by_ability, macro_rule.in_domain(expected))
+
+    def tally(self, columns) -> Tally:
+        """The points' correct answers and items, point and per replicate."""
+        columns = np.asarray(columns, int)
+        pts = self.points.iloc[columns]
+        return Tally(
+            pts["k"].to_numpy(float),
+            pts["m"].to_numpy(float),
+            self.k[:, columns],
+            self.m[:, columns],
+        )
+
+    def items(self, column: int) -> int:
+        """The items point ``column`` scored (seeds pooled)."""
+        return int(self.points["m"].iloc[column])
+
+    def _rep_scores(self, columns) -> np.ndarray:
+        return percent(self.k[:, columns], self.m[:, columns])
+
+
+def mean_over(by_key: Mapping[str, Estimate], keys: Iterable[str]) -> Estimate | None:
+    """The mean of estimates over ``keys`` (in that order), point and replicate by replicate;
+    None when one of them is missing (``doit.data.macro``'s completeness rule)."""
+    keys = tuple(keys)
+    if not macro_rule.complete(by_key, keys):
+        return None
+    parts = [by_key[k] for k in keys]
+    reps = None if any(p.reps is None for p in parts) else np.mean([p.reps for p in parts], 0)
+    return Estimate(float(np.mean([p.point for p in parts])), reps)
 
 
 def bootstrap_counts(
@@ -175,7 +336,7 @@ def _pool_seeds(block, k_cell, m_cell, k0, m0, rng):
         seeds.append(len(idx))
         names.append(",".join(cells[idx]))
     out = [
-        {**row, "chance": c, "k": k_, "m": m_, "score": 100 * k_ / m_, "seeds": n, "cells": cs}
+        {**row, "chance": c, "k": k_, "m": m_, "score": percent(k_, m_), "seeds": n, "cells": cs}
         for row, c, k_, m_, n, cs in zip(firsts, means, k, m, seeds, names)
     ]
     return pd.DataFrame(out), np.column_stack(ks), np.column_stack(ms)

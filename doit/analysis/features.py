@@ -18,13 +18,14 @@ feature columns of a features table).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from doit.analysis.bootstrap import Counts
+from doit.analysis.bootstrap import Counts, Estimate, intervals
 from doit.analysis.fits import uniform
-from doit.analysis.sensitivity import interval
 from doit.data import kinds as ak
 
 LOO, PROXY = (
@@ -48,22 +49,32 @@ def transference(counts: Counts) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _score(counts, idx):
-    """Point and replicate sums of (score - chance) in points over columns ``idx``."""
-    c = counts.points.loc[idx, "chance"].to_numpy(float)
-    pt = (100 * counts.points.loc[idx, "k"] / counts.points.loc[idx, "m"] - c).sum()
-    reps = (100 * counts.k[:, idx] / counts.m[:, idx] - c).sum(1)
-    return float(pt), reps
+def _above_chance(counts, idx) -> Estimate:
+    """The sum over columns ``idx`` of score - chance, in points."""
+    c = counts.points["chance"].to_numpy(float)[idx]
+    scores = counts.scores(idx)
+    return Estimate(scores.point - c, scores.reps - c).total()
 
 
 def _loo(counts, ability, full_mask, loo_mask):
-    return _row(ability, LOO, *loo_sums(counts, ability, full_mask, loo_mask))
+    sums = loo_sums(counts, ability, full_mask, loo_mask)
+    return _row(ability, LOO, sums.pairs, sums.gain, sums.kept)
 
 
-def loo_sums(counts: Counts, ability: str, full_mask=None, loo_mask=None):
-    """(pairs, gain, gain replicates, kept, kept replicates): over the (base, n) pairs with both
-    a uniform cell and the cell without ``ability``, the sums of ``ability``'s score minus
-    chance in the uniform cells (gain) and in the leave-one-out cells (kept), in points."""
+@dataclass(frozen=True)
+class LooSums:
+    """Over ``pairs`` (base, n) pairs with both a uniform cell and the cell without an
+    ability, the sums of that ability's score minus chance in the uniform cells (``gain``) and
+    in the leave-one-out cells (``kept``), in points, with their replicates."""
+
+    pairs: int
+    gain: Estimate
+    kept: Estimate
+
+
+def loo_sums(counts: Counts, ability: str, full_mask=None, loo_mask=None) -> LooSums:
+    """``LooSums`` of ``ability``'s leave-one-out pairs (masks: the uniform and the
+    leave-one-out points of ``ability``; default every one in ``counts``)."""
     pts = counts.points
     if full_mask is None:
         own = (pts["ability"] == ability).to_numpy()
@@ -74,9 +85,9 @@ def loo_sums(counts: Counts, ability: str, full_mask=None, loo_mask=None):
     full = pts[full_mask][key].assign(i_all=np.nonzero(full_mask)[0])
     left = pts[loo_mask][key].assign(i_loo=np.nonzero(loo_mask)[0])
     pairs = full.merge(left, on=key)
-    gain, gain_reps = _score(counts, pairs["i_all"].to_numpy())
-    kept, kept_reps = _score(counts, pairs["i_loo"].to_numpy())
-    return len(pairs), gain, gain_reps, kept, kept_reps
+    gain = _above_chance(counts, pairs["i_all"].to_numpy())
+    kept = _above_chance(counts, pairs["i_loo"].to_numpy())
+    return LooSums(len(pairs), gain, kept)
 
 
 def _proxy(counts, ability, grid_mask, own):
@@ -93,34 +104,26 @@ def _proxy(counts, ability, grid_mask, own):
             if not base_of
             else f"{n.nunique()} distinct n > 0 beside an untuned base"
         )
-        row = _row(ability, PROXY, 0, np.nan, None, np.nan, None)
+        row = _row(ability, PROXY, 0, Estimate(np.nan, None), Estimate(np.nan, None))
         return {
             **row,
             "transference_note": f"proxy needs an untuned base cell and >= 2 distinct "
             f"n > 0 of the same base: {why}",
         }
     lo, hi = sub[n == n.min()], sub[n == n.max()]
-    gain, gain_reps = _diff(counts, hi.index, hi["base"].map(base_of))
-    kept, kept_reps = _diff(counts, lo.index, lo["base"].map(base_of))
-    return _row(ability, PROXY, len(hi), gain, gain_reps, kept, kept_reps)
+    gain = counts.difference(np.asarray(hi.index), np.asarray(hi["base"].map(base_of))).total()
+    kept = counts.difference(np.asarray(lo.index), np.asarray(lo["base"].map(base_of))).total()
+    return _row(ability, PROXY, len(hi), gain, kept)
 
 
-def _diff(counts, idx, ref):
-    """Point and replicate sums of score(idx) - score(ref), in points."""
-    idx, ref = np.asarray(idx), np.asarray(ref)
-    k, m = counts.points["k"].to_numpy(float), counts.points["m"].to_numpy(float)
-    pt = float((100 * k[idx] / m[idx] - 100 * k[ref] / m[ref]).sum())
-    reps = 100 * (counts.k[:, idx] / counts.m[:, idx] - counts.k[:, ref] / counts.m[:, ref])
-    return pt, reps.sum(1)
-
-
-def _row(ability, method, pairs, gain, gain_reps, kept, kept_reps):
-    g_lo, g_hi = interval(gain, gain_reps) if gain_reps is not None else (np.nan, np.nan)
+def _row(ability, method, pairs, gain: Estimate, kept: Estimate):
+    """features.csv's Transference columns from the gain and kept sums over ``pairs``."""
+    g_lo, g_hi = gain.interval()
     row = {
         "ability": ability,
         "transference_method": method,
         "transference_pairs": pairs,
-        "full_gain": gain / max(pairs, 1),
+        "full_gain": gain.point / max(pairs, 1),
         "full_gain_lo": g_lo / max(pairs, 1),
         "full_gain_hi": g_hi / max(pairs, 1),
         "transference": np.nan,
@@ -128,15 +131,15 @@ def _row(ability, method, pairs, gain, gain_reps, kept, kept_reps):
         "transference_hi": np.nan,
         "transference_note": "",
     }
-    if gain_reps is None or np.isnan(g_lo):
+    if gain.reps is None or np.isnan(g_lo):
         row["transference_note"] = "no cells to measure it"
     elif g_lo <= 0 <= g_hi:
         row["transference_note"] = "empty: the full-mix gain's CI includes 0"
     else:
-        t = kept / gain
+        t = kept.point / gain.point
         with np.errstate(divide="ignore", invalid="ignore"):
-            reps = kept_reps / gain_reps
-        lo, hi = interval(t, reps[np.isfinite(reps)])
+            reps = kept.reps / gain.reps
+        lo, hi = Estimate(t, reps[np.isfinite(reps)]).interval()
         row.update(transference=t, transference_lo=lo, transference_hi=hi)
     return row
 
@@ -233,7 +236,7 @@ def explain(
             pick = rng.integers(0, len(y), len(y))
             yr = y[pick] if rep is None else rep[r, pick]
             boot.append(np.linalg.lstsq(X[pick], yr, rcond=None)[0])
-        lo, hi = np.nanpercentile(np.array(boot), [2.5, 97.5], axis=0)
+        lo, hi = intervals(beta, np.array(boot))
         for j, name in enumerate(["intercept", *use]):
             rows.append(
                 {

@@ -32,6 +32,8 @@ import pandas as pd
 from scipy import optimize
 from scipy.special import expit, gammaln
 
+from doit.analysis.bootstrap import interval, intervals
+
 FORMS = ("logistic", "loglinear", "ceiling")
 N_PARAMS = {"logistic": 2, "loglinear": 2, "ceiling": 3}
 EPS = 1e-6
@@ -343,7 +345,8 @@ def _fit(counts, idx, column, log_base):
     if len(np.unique(x)) < 2 or (x <= 0).any():
         return None
     chance = float(pts["chance"].mean()) / 100
-    fit = fit_series(x, pts["k"], pts["m"], chance, counts.k[:, idx], counts.m[:, idx], log_base)
+    t = counts.tally(idx)
+    fit = fit_series(x, t.correct, t.items, chance, t.correct_reps, t.items_reps, log_base)
     fit.columns = idx
     return fit
 
@@ -360,17 +363,10 @@ def fits_table(grid: GridFits) -> pd.DataFrame:
                 where.update(base=None, n=key[1], construction="curated")
             for form in fit.forms:
                 th, reps = fit.theta[form], fit.reps.get(form)
-                lo, hi = (
-                    np.percentile(reps, [2.5, 97.5], axis=0)
-                    if reps is not None
-                    else (np.full(len(th), np.nan),) * 2
-                )
+                lo, hi = intervals(th, reps)
                 top = 100 * ceiling(form, th, fit.chance)
-                top_lo, top_hi = (
-                    100 * np.percentile(ceiling(form, reps, fit.chance), [2.5, 97.5])
-                    if reps is not None
-                    else (np.nan, np.nan)
-                )
+                top_reps = None if reps is None else 100 * ceiling(form, reps, fit.chance)
+                top_lo, top_hi = interval(float(top), top_reps)
                 rows.append(
                     {
                         **where,

@@ -136,7 +136,6 @@ def compare_norms(
     one paired item bootstrap (``doit.analysis.bootstrap``: the same item draws for every
     normalisation and cell; seeds resampled per grid point). Rows ``all`` and per ability."""
     from doit.analysis.bootstrap import bootstrap_counts
-    from doit.analysis.sensitivity import interval
     from doit.eval.kinds import NORMS
     from doit.grid import rescore
 
@@ -157,31 +156,27 @@ def compare_norms(
         pooled = {}
         for norm in norms:
             cols = np.flatnonzero((where & (pts["mix"] == norm)).to_numpy(dtype=bool))
-            point = 100 * pts["k"].iloc[cols].sum() / pts["m"].iloc[cols].sum()
-            pooled[norm] = (point, 100 * counts.k[:, cols].sum(1) / counts.m[:, cols].sum(1))
+            pooled[norm] = counts.pooled(cols)
             out.append(
                 {
                     "ability": ability,
                     "compared": norm,
                     "points": len(cols),
-                    "value": point,
-                    **_ci(interval, *pooled[norm]),
+                    **_ci(pooled[norm]),
                 }
             )
         for a, b in itertools.combinations(norms, 2):
-            d = pooled[a][0] - pooled[b][0]
             out.append(
                 {
                     "ability": ability,
                     "compared": f"{a} - {b}",
                     "points": None,
-                    "value": d,
-                    **_ci(interval, d, pooled[a][1] - pooled[b][1]),
+                    **_ci(pooled[a].minus(pooled[b])),
                 }
             )
     return pd.DataFrame(out)
 
 
-def _ci(interval, point, reps) -> dict:
-    lo, hi = interval(point, reps)
-    return {"lo": lo, "hi": hi}
+def _ci(estimate) -> dict:
+    value, lo, hi = estimate.ci()
+    return {"value": value, "lo": lo, "hi": hi}

@@ -14,9 +14,10 @@ study folder or a table with its columns (``STUDY/pretraining.csv``, or a ladder
 - ``fits``: per arch, the least-squares line log(loss) = intercept + slope * log(N) over every
   (size, seed) point; for each other arch the equal-loss parameter ratio N_arch / N_base at
   ``n_ref`` (the geometric mean of the base's sizes, the middle of the fit range), its
-  ``fewer_params_pct`` = 100 (1 - ratio) and a 95% percentile CI over seeds (seeds resampled
-  with replacement, the same draw for every arch, so pairs stay paired), and ``ratio_note``
-  when the ratio is no measurement (flat lines, or extrapolated outside the arch's ladder);
+  ``fewer_params_pct`` = 100 (1 - ratio) and a 95% CI over seeds (the analysis's
+  bias-corrected percentile interval; seeds resampled with replacement, the same draw for
+  every arch, so pairs stay paired), and ``ratio_note`` when the ratio is no measurement
+  (flat lines, or extrapolated outside the arch's ladder);
 - ``checks``: every run's final loss at least 1 nat below the corpus's unigram baseline (the
   lower of the training unigram entropy and the valid tokens' unigram cross-entropy, both
   written by the pretraining run), and per arch a mean loss that falls at every step up in
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from doit.analysis.bootstrap import interval
 from doit.grid import read_pretraining
 from doit.io import OutputKind, atomic_write_text, mark_output, marked_or_holding
 
@@ -181,9 +183,10 @@ def reference_params(df: pd.DataFrame, base: str = BASE) -> float:
     return float(np.exp(np.log(sizes.to_numpy(float)).mean()))
 
 
-def bootstrap_ratio(df, arch, n_ref, base=BASE, replicates=REPLICATES, seed=0):
-    """95% percentile CI of the equal-loss ratio, resampling seeds (the same draw for every
-    arch); (nan, nan) with fewer than 2 seeds both archs ran."""
+def bootstrap_ratio(df, arch, n_ref, ratio, base=BASE, replicates=REPLICATES, seed=0):
+    """The 95% CI of the equal-loss ``ratio`` (the analysis's bias-corrected percentile
+    interval), resampling seeds (the same draw for every arch); (nan, nan) with fewer than 2
+    seeds both archs ran."""
     seeds = np.array(sorted(set(df[df.arch == base].seed) & set(df[df.arch == arch].seed)))
     if len(seeds) < 2:
         return float("nan"), float("nan")
@@ -200,8 +203,7 @@ def bootstrap_ratio(df, arch, n_ref, base=BASE, replicates=REPLICATES, seed=0):
         draw = rng.choice(seeds, size=len(seeds))
         fits = [_sample_fit(points, a, draw) for a in (base, arch)]
         ratios.append(equal_loss_ratio(*fits, n_ref) if None not in fits else np.nan)
-    lo, hi = np.nanpercentile(ratios, [2.5, 97.5])
-    return float(lo), float(hi)
+    return interval(ratio, ratios)
 
 
 def _sample_fit(points, arch, draw):
@@ -227,7 +229,7 @@ def fit_table(df: pd.DataFrame, base: str = BASE, replicates: int = REPLICATES, 
         }
         if arch != base and base in fits:
             ratio = equal_loss_ratio(fits[base], fits[arch], n_ref)
-            lo, hi = bootstrap_ratio(df, arch, n_ref, base, replicates, seed)
+            lo, hi = bootstrap_ratio(df, arch, n_ref, ratio, base, replicates, seed)
             sizes = df[df.arch == arch].params_non_embedding
             note = ratio_note(fits[base][1], b, ratio * n_ref, sizes.min(), sizes.max(), base)
             row.update(

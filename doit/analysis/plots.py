@@ -22,8 +22,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from doit.analysis.bootstrap import intervals  # noqa: E402
 from doit.analysis.fits import uniform  # noqa: E402
 from doit.data import abilities as ab  # noqa: E402
+from doit.data.macro import macro_by  # noqa: E402
 
 FIGURES = ("scaling_data", "macro", "sensitivity_features", "heatmap")
 
@@ -69,14 +71,16 @@ def _anchor(obs) -> float:
     return float(positive.min()) / 4 if len(positive) else 1.0
 
 
-def _curves(fits):
-    """Base-keyed (observed x, y, dense n, fitted, lo, hi) for curated data fits."""
+def _curves(counts, fits):
+    """Base-keyed (observed x, y, dense n, fitted, lo, hi) for curated data fits (``fits``:
+    (base, fit) pairs of ``counts``' points)."""
     out = {}
     for base, fit in fits:
         n = np.geomspace(fit.x.min(), fit.x.max(), 60)
         pt, reps = fit.curve(n)
-        lo, hi = np.percentile(reps, [2.5, 97.5], axis=0) if reps is not None else (pt, pt)
-        out[base] = (fit.x, 100 * fit.k / fit.m, n, pt, lo, hi, 100 * fit.chance)
+        lo, hi = intervals(pt, reps) if reps is not None else (pt, pt)
+        observed = counts.scores(fit.columns).point
+        out[base] = (fit.x, observed, n, pt, lo, hi, 100 * fit.chance)
     return out
 
 
@@ -115,7 +119,7 @@ def scaling_data(a) -> plt.Figure:
         fits = dict(
             (k[1], f) for k, f in a.grid.data.items() if k[0] == ability and k[2] == "curated"
         )
-        curves = _curves(fits.items())
+        curves = _curves(a.counts, fits.items())
         for i, base in enumerate(order):
             color, pts = f"C{i}", mine[mine["base"] == base]
             if pts.empty:
@@ -158,8 +162,7 @@ def macro(a) -> plt.Figure:
     x0, n_abilities = _anchor(obs), obs["ability"].nunique()
     for i, base in enumerate(order):
         mine = obs[obs["base"] == base]
-        means = mine.groupby("n")["score"].agg(["mean", "size"])
-        means = means[means["size"] == n_abilities]["mean"]  # only n with every ability
+        means = macro_by(mine, ["n"], expected=obs["ability"]).set_index("n")["score"].dropna()
         tuned = means[means.index > 0]
         ax.plot(tuned.index, tuned.to_numpy(), "o", color=f"C{i}", ms=3, label=base)
         if 0 in means.index:
@@ -173,11 +176,7 @@ def macro(a) -> plt.Figure:
         n = np.geomspace(lo_n, hi_n, 60)
         pts, reps = zip(*(f.curve(n) for f in fits))
         pt = np.mean(pts, 0)
-        band = (
-            np.percentile(np.mean(reps, 0), [2.5, 97.5], axis=0)
-            if reps[0] is not None
-            else (pt, pt)
-        )
+        band = intervals(pt, np.mean(reps, 0)) if reps[0] is not None else (pt, pt)
         ax.plot(n, pt, "-", color=f"C{i}")
         ax.fill_between(n, band[0], band[1], color=f"C{i}", alpha=0.2)
     if not a.grid.data:

@@ -3,7 +3,8 @@ largest n from the smaller ones, per ability, with 95% prediction intervals.
 
 The interval combines the fit's bootstrap replicates (each with its own form choice) with the
 held-out cell's own binomial item noise: a replicate's prediction p_r gives a draw
-Binomial(m, p_r) / m for the held-out cell's m items. Errors are reported in the terms of the
+Binomial(m, p_r) / m for the held-out cell's m items, and the interval is the analysis's
+bias-corrected percentile interval of those draws around the prediction. Errors are reported in the terms of the
 model-ladder work on task scaling laws (Bhagia et al., 2024: four tasks of 7B/13B models within
 2 points from small models, 6.9 points on average on harder tasks).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from doit.analysis.bootstrap import Counts
+from doit.analysis.bootstrap import Counts, interval, percent
 from doit.analysis.fits import fit_series, uniform
 
 LADDER_WITHIN, LADDER_HARD_MAE = 2.0, 6.9  # Bhagia et al. (2024)
@@ -53,18 +54,16 @@ def _holdout(counts, block, column, log_base, name, rng) -> list[dict]:
         return []
     target = x == x.max()
     train, test = block.index[~target].to_numpy(), block.index[target].to_numpy()
-    tr = counts.points.loc[train]
+    tr, t = counts.points.loc[train], counts.tally(train)
     chance = float(tr["chance"].mean()) / 100
-    fit = fit_series(
-        tr[column], tr["k"], tr["m"], chance, counts.k[:, train], counts.m[:, train], log_base
-    )
+    fit = fit_series(tr[column], t.correct, t.items, chance, t.correct_reps, t.items_reps, log_base)
     out = []
     for i in test:
         row = counts.points.loc[i]
         point, reps = fit.curve([row[column]])
-        m = int(row["m"])
-        draws = 100 * rng.binomial(m, np.clip(reps[:, 0] / 100, 0, 1)) / m
-        lo, hi = np.percentile(draws, [2.5, 97.5])
+        m = counts.items(i)
+        draws = percent(rng.binomial(m, np.clip(reps[:, 0] / 100, 0, 1)), m)
+        lo, hi = interval(float(point[0]), draws)
         observed = float(row["score"])
         out.append(
             {

@@ -10,6 +10,9 @@ Rules (``RULES``):
 
 A cell with no eligible epoch (fewer than 5 epochs, no validation rows, or an n = 0 base cell)
 falls back to its last epoch; ``fallback`` records it, ``rule`` names the rule on every row.
+The macro is ``doit.data.macro``'s: the in-domain abilities the study scores on valid, and an
+epoch where one of them is missing or null has none, so it is not eligible (a mean over fewer
+abilities would favour the epoch whose hardest ability failed to score).
 
 The reported splits are every split but ``valid`` unless ``splits`` names them; ``valid`` may
 be reported only under ``last``, the one rule that does not choose by it (a study with few
@@ -22,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from doit.data import abilities as ab
+from doit.data.macro import macro_by
 
 RULES = ("study", "study-per-ability", "best-valid", "last")
 MIN_EPOCH = 5.0
@@ -58,7 +62,9 @@ def _chosen_epochs(table: pd.DataFrame, rule: str) -> pd.DataFrame:
     last = epochs.groupby("cell")["epoch"].max().rename("last")
     base = epochs.groupby("cell").apply(_is_base, include_groups=False).rename("is_base")
     valid = table[(table["split"] == "valid") & table["ability"].isin(ab.ABILITY_KEYS)]
-    valid = valid[valid["score"].notna()]
+    if rule == "study-per-ability":
+        valid = valid[valid["score"].notna()]
+    expected = set(valid["ability"])  # the in-domain abilities the study scores on valid
     if rule != "best-valid":
         valid = valid[valid["epoch"] >= MIN_EPOCH]
     if rule == "last":
@@ -67,7 +73,7 @@ def _chosen_epochs(table: pd.DataFrame, rule: str) -> pd.DataFrame:
         best = _best(valid, ["cell", "ability"])
         cells = table[["cell", "ability"]].drop_duplicates()
     else:
-        macro = valid.groupby(["cell", "epoch"], as_index=False)["score"].mean()
+        macro = macro_by(valid, ["cell", "epoch"], expected).dropna(subset=["score"])
         best = _best(macro, ["cell"])
         cells = table[["cell"]].drop_duplicates()
     keys = list(cells.columns)

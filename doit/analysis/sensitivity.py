@@ -26,11 +26,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from doit.analysis.bootstrap import Z, interval
 from doit.analysis.fits import GridFits
 from doit.analysis.limits import ability_note
 
 DELTA = 2.0
-POWER_Z = norm.ppf(0.975) + norm.ppf(0.8)
+POWER_Z = Z + norm.ppf(0.8)
 GROUPS = ("saturating", "responsive_both", "resistant_size", "resistant_both", "undetermined")
 COLUMNS = [
     "ability",
@@ -190,27 +191,6 @@ def sensitivities(
         )
         reps[a] = {"data": d_reps, "size": s_reps}
     return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class", "note"]), reps
-
-
-def interval(
-    point: float, reps, level: float = 0.95, method: str = "linear"
-) -> tuple[float, float]:
-    """Bias-corrected percentile bootstrap interval: the percentiles are shifted by the share of
-    replicates below the point estimate (z0), which removes the median bias a nonlinear fit
-    gives plain percentile intervals. ``method``: numpy's percentile method (``inverted_cdf``
-    for replicates that may be infinite)."""
-    if reps is None or np.isnan(point):
-        return np.nan, np.nan
-    reps = np.asarray(reps, float)
-    reps = reps[~np.isnan(reps)]
-    if len(reps) == 0:
-        return np.nan, np.nan
-    below = (np.mean(reps < point) + np.mean(reps <= point)) / 2
-    z0 = norm.ppf(np.clip(below, 1 / len(reps), 1 - 1 / len(reps)))
-    z = norm.ppf((1 + level) / 2)
-    q = norm.cdf([2 * z0 - z, 2 * z0 + z]) * 100
-    lo, hi = np.percentile(reps, q, method=method)
-    return float(lo), float(hi)
 
 
 def _mde(reps) -> float:

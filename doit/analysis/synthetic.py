@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from doit.analysis.bootstrap import percent
 from doit.grid.results import frame
 
 
@@ -134,12 +135,11 @@ def planted_study(
                     n_own=own.get(a, 0),
                     **spent,
                 )
-                valid = rng.binomial(n_items, p) / n_items
-                rows.append({**common, "split": "valid", "score": 100 * valid, "n_items": n_items})
+                valid = percent(rng.binomial(n_items, p), n_items)
+                rows.append({**common, "split": "valid", "score": valid, "n_items": n_items})
                 correct = rng.random(n_items) < p
-                rows.append(
-                    {**common, "split": "test", "score": 100 * correct.mean(), "n_items": n_items}
-                )
+                test = percent(correct.sum(), n_items)
+                rows.append({**common, "split": "test", "score": test, "n_items": n_items})
                 if per_item:
                     items += [
                         dict(
@@ -215,7 +215,7 @@ def law_study(
             )
             for split in ("valid", "test"):
                 k = rng.binomial(n_items, float(np.clip(p[a], 0, 1)))
-                rows.append({**common, "split": split, "score": 100 * k / n_items})
+                rows.append({**common, "split": split, "score": percent(k, n_items)})
     return frame(rows)
 
 

@@ -21,7 +21,6 @@ import pandas as pd
 from doit.analysis.bootstrap import Counts, bootstrap_counts
 from doit.analysis.formulation import MAX
 from doit.analysis.select import select_checkpoints
-from doit.analysis.sensitivity import interval
 from doit.analysis.study import read_study
 from doit.analysis.summary import ci
 from doit.data.kinds import LETTER, TEXT
@@ -59,19 +58,6 @@ def micro_scores(
     return bootstrap_counts(selected, rows.items, replicates, seed, splits=SPLITS)
 
 
-def score_interval(counts: Counts, i: int) -> tuple[float, float, float]:
-    """Point ``i``'s score (0-100) and its bias-corrected 95% CI."""
-    score = float(counts.points["score"].iloc[i])
-    return (score, *interval(score, 100 * counts.k[:, i] / counts.m[:, i]))
-
-
-def difference(counts: Counts, i: int, j: int) -> tuple[float, float, float]:
-    """Score of point ``i`` minus point ``j`` with its 95% CI (paired: the same draws)."""
-    d = float(counts.points["score"].iloc[i] - counts.points["score"].iloc[j])
-    reps = 100 * (counts.k[:, i] / counts.m[:, i] - counts.k[:, j] / counts.m[:, j])
-    return (d, *interval(d, reps))
-
-
 def score_table(counts: Counts, truth: dict) -> pd.DataFrame:
     """One row per (ability, base, n) of the abilities in ``truth``: score, 95% CI, chance and
     the score above chance, in points (one decimal)."""
@@ -79,7 +65,7 @@ def score_table(counts: Counts, truth: dict) -> pd.DataFrame:
     for i, p in enumerate(counts.points.itertuples()):
         if p.ability not in truth:
             continue
-        score, lo, hi = score_interval(counts, i)
+        score, lo, hi = counts.score(i).ci()
         chance = 100 * truth[p.ability].get("chance", float("nan"))
         rows.append(
             {
@@ -103,7 +89,7 @@ def diff(counts: Counts, ability: str, a: tuple, b: tuple) -> tuple[float, float
     """Score of cell ``a`` minus cell ``b`` ((base, n) pairs), with its paired 95% CI; KeyError
     when the study lacks either."""
     i, j = (counts.column(ability, base=base, n_per_ability=n) for base, n in (a, b))
-    return difference(counts, i, j)
+    return counts.difference(i, j).ci()
 
 
 def _fmt(diffs: dict) -> str:

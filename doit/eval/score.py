@@ -7,7 +7,8 @@ the analysis all call ``score_predictions``. Output schema (``SCORES.json``)::
                          "chance": 0-100, "by_kind": {kind: {"score", "n_items", "n_missing"}},
                          # math only: "score_paper", "score_verify"
                          }},
-     "macro_in_domain": mean of the 10 abilities (null if any is missing or null),
+     "macro_in_domain": mean of the 10 abilities (null if any is missing or null:
+                        doit.data.macro, the one macro rule),
      "overall": mean of the 10 + 3 C-Eval sets, the study's definition (null likewise),
      "rules": {"math": "paper"|"verify", "ties": "correct"|"wrong",
                "norm": "token"|"char"|"pmi" (the text formulation's ranking), "mc_fallback": ...,
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 from doit.data import abilities as ab
 from doit.data import kinds as ak
+from doit.data.macro import complete_mean, macro
 from doit.eval import kinds
 from doit.io import read_json, read_jsonl
 
@@ -103,13 +105,6 @@ def ability_entry(rows: list[dict], items: list[dict], allow_missing: bool = Fal
     return entry
 
 
-def _mean_if_complete(abilities: dict, keys: tuple[str, ...]) -> float | None:
-    scores = [abilities[k]["score"] if k in abilities else None for k in keys]
-    if any(s is None for s in scores):
-        return None
-    return sum(scores) / len(scores)
-
-
 def match_predictions(items: list[dict], preds: list, source: str) -> dict:
     """{(type, idx): (line, prediction)}; an unknown or repeated key is a located error.
     ``preds``: prediction dicts, or (line, prediction) pairs as `read_predictions` gives."""
@@ -160,10 +155,11 @@ def score_predictions(
             sel = [r for r in rows if r["ability"] == a.key]
             mine = [it for it in items if it["ability"] == a.key]
             abilities[a.key] = ability_entry(sel, mine, allow_missing)
+    scores = {k: entry["score"] for k, entry in abilities.items()}
     return {
         "abilities": abilities,
-        "macro_in_domain": _mean_if_complete(abilities, ab.ABILITY_KEYS),
-        "overall": _mean_if_complete(abilities, ab.ABILITY_KEYS + ab.OOD_KEYS),
+        "macro_in_domain": macro(scores),
+        "overall": complete_mean(scores, ab.ABILITY_KEYS + ab.OOD_KEYS),
         "rules": {
             "math": math,
             "ties": ties,

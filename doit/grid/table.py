@@ -3,7 +3,8 @@
 Each cell's last scored epoch is shown (checkpoint selection belongs to ``doit.analysis``); the
 header says so. Columns are ``<base> n=<n>``, seeds averaged (``<base> n=<n> <formulation>``
 when the study scores in several formulations); rows the abilities, then the macro mean of the
-ten in-domain abilities, with each ability's chance score beside it. A study
+in-domain abilities (the ten, or those the study scores; empty for a column lacking one:
+``doit.data.macro``), with each ability's chance score beside it. A study
 of pretraining cells only shows its pretraining table (final validation loss by base and seed).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from doit.data import abilities as ab
+from doit.data import macro as macro_rule
 from doit.grid.plan import read_plan
 from doit.grid.pretraining import read_pretraining
 from doit.grid.results import read_results
@@ -45,10 +47,18 @@ def score_table(df: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     )
     keys = [k for k in (*ab.ABILITY_KEYS, *ab.OOD_KEYS) if k in table.index]
     table = table.loc[keys, order]
-    table.loc["macro (10 abilities)"] = table.loc[[k for k in ab.ABILITY_KEYS if k in keys]].mean()
+    in_domain = macro_rule.in_domain(keys)  # the study's; a column lacking one has no macro
+    label = f"macro ({len(in_domain)} abilities)"
+    long = (
+        table.rename_axis("ability")
+        .reset_index()
+        .melt("ability", var_name="column", value_name="score")
+    )
+    macros = macro_rule.macro_by(long, ["column"], expected=in_domain).set_index("column")
+    table.loc[label] = macros["score"].reindex(table.columns)
     chance = df.groupby("ability")["chance"].first()
     table.insert(0, "chance", chance.reindex(table.index))
-    table.loc["macro (10 abilities)", "chance"] = chance.reindex(ab.ABILITY_KEYS).mean()
+    table.loc[label, "chance"] = chance.reindex(in_domain).mean()
     table.columns.name = table.index.name = None
     return table
 

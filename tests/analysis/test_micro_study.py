@@ -124,7 +124,7 @@ def test_scores_pool_valid_and_test_as_distinct_items_and_pool_the_seeds(study, 
     items = read_results(study / "study", per_item=True)
     mine = items[(items.ability == "biology") & items.cell.str.startswith("big-n0256")]
     i = counts.column("biology", base="big", n_per_ability=256)
-    score, lo, hi = targets.score_interval(counts, i)
+    score, lo, hi = counts.score(i).ci()
     assert len(mine) == 400 and score == pytest.approx(100 * mine.correct.mean())
     assert lo < score < hi and hi - lo < 12  # 400 answers: a CI of a few points
     # the library's default scores the test split alone
@@ -179,7 +179,7 @@ def test_differences_are_paired_over_both_splits():
     counts = bootstrap_counts(selected, frame(items, per_item=True), 500, splits=targets.SPLITS)
     d, lo, hi = targets.diff(counts, "biology", ("s", 16), ("s", 4))
     assert d == pytest.approx(10.0) and 4 < lo < d < hi < 16  # unpaired: lo near 0
-    assert targets.difference(counts, 0, 0) == (0.0, 0.0, 0.0)
+    assert counts.difference(0, 0).ci() == (0.0, 0.0, 0.0)
     with pytest.raises(KeyError, match="n_per_ability=64"):
         targets.diff(counts, "biology", ("s", 64), ("s", 4))
 

@@ -68,3 +68,15 @@ def test_valid_is_reported_only_under_the_last_rule(table):
     assert epochs(both) == {"a": 15.0, "short": 4.0, "base": 0.0}
     with pytest.raises(ValueError, match="chooses by the valid split"):
         select_checkpoints(table, "study", splits=("valid", "test"))
+
+
+@pytest.mark.parametrize("lost", ["null", "absent"])
+def test_an_epoch_lacking_an_abilitys_valid_score_has_no_macro_and_is_not_chosen(lost):
+    """Epoch 10's code score is null (or its row absent): its macro is not biology's 90 alone
+    (doit.data.macro), so the study rule keeps epoch 5, the one epoch scored on both."""
+    table = rows("a", {5.0: (40, 50), 10.0: (90, None)})
+    if lost == "absent":
+        table = [r for r in table if not (r["epoch"] == 10.0 and r["ability"] == "code")]
+    sel = select_checkpoints(frame(table))
+    assert epochs(sel) == {"a": 5.0} and not sel["fallback"].any()
+    assert epochs(select_checkpoints(frame(table), "best-valid")) == {"a": 5.0}

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from doit.analysis.bootstrap import interval
 from doit.analysis.curriculum import policies
 from doit.analysis.curriculum.evidence import Evidence, gather
 from doit.analysis.curriculum.options import CurriculumError, Options
-from doit.analysis.sensitivity import interval
 
 COLUMNS = [
     "policy",

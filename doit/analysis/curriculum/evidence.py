@@ -317,8 +317,9 @@ def mix_points(a: Analysis, base: str, abilities):
         ]
         labels.append(first)
         X.append([known[first].get(k, 0.0) for k in abilities])
-        y.append(100 * pts["k"].to_numpy(float)[cols] / pts["m"].to_numpy(float)[cols])
-        reps.append(100 * a.counts.k[:, cols] / a.counts.m[:, cols])
+        scores = a.counts.scores(cols)
+        y.append(scores.point)
+        reps.append(scores.reps)
         mixes += int(block["construction"].iloc[0] == "mix")
     if not mixes or len(X) < len(abilities) + 2:
         raise CurriculumError(

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from doit.analysis.bootstrap import interval
 from doit.analysis.features import loo_sums
 from doit.analysis.fits import SeriesFit, probability
-from doit.analysis.sensitivity import interval
 
 T_RANGE = (-1.0, 2.0)  # a replicate's share is clipped here (its gain may come near 0)
 
@@ -53,18 +53,19 @@ def transfer_shares(counts, abilities, use: bool) -> dict[str, Transfer]:
         if not use:
             out[a] = Transfer(0.0, None, 0, "transfer off")
             continue
-        pairs, gain, gain_reps, kept, kept_reps = loo_sums(counts, a)
+        sums = loo_sums(counts, a)
+        pairs, gain, kept = sums.pairs, sums.gain.point, sums.kept.point
         if pairs == 0:
             out[a] = Transfer(0.0, None, 0, "no leave-one-out cell without it: transfer ignored")
             continue
-        lo, hi = interval(gain, gain_reps)
+        lo, hi = sums.gain.interval()
         if not lo > 0 and not hi < 0:
             out[a] = Transfer(
                 0.0, None, pairs, "its uniform gain's CI includes 0: transfer ignored"
             )
             continue
         with np.errstate(divide="ignore", invalid="ignore"):
-            reps = np.clip(np.nan_to_num(kept_reps / gain_reps, nan=0.0), *T_RANGE)
+            reps = np.clip(np.nan_to_num(sums.kept.reps / sums.gain.reps, nan=0.0), *T_RANGE)
         out[a] = Transfer(float(np.clip(kept / gain, *T_RANGE)), reps, pairs)
     return out
 

@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from doit.analysis import report
+from doit.analysis.bootstrap import intervals
 from doit.analysis.curriculum.core import MACRO, MACRO_VIEW, Result
 from doit.analysis.curriculum.model import replicate_curve
 from doit.analysis.fits import uniform
@@ -116,7 +117,7 @@ def figure(result: Result) -> plt.Figure:
         ax.plot(n, pt, "-", color="grey", lw=1, label="fitted (uniform grid)")
         band = replicate_curve(fit, n)
         if band is not None:
-            ax.fill_between(n, *np.percentile(band, [2.5, 97.5], axis=0), color="grey", alpha=0.15)
+            ax.fill_between(n, *intervals(pt, band), color="grey", alpha=0.15)
         mine = observed[observed["ability"] == k]
         ax.plot(
             mine["n_per_ability"].astype(float),

@@ -31,17 +31,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from doit.analysis.bootstrap import bootstrap_counts
+from doit.analysis.bootstrap import Estimate, Z, bootstrap_counts, mean_over
 from doit.analysis.curriculum import policies
 from doit.analysis.curriculum.core import MACRO, Result
 from doit.analysis.curriculum.options import CurriculumError
 from doit.analysis.curriculum.outputs import mix_name
 from doit.analysis.select import select_checkpoints
-from doit.analysis.sensitivity import interval
 from doit.data import abilities as ab
+from doit.data import macro as macro_rule
 from doit.io import atomic_path
 
-Z = 1.959964
+NONE = Estimate(np.nan, None)  # a summary row's values when its abilities are not all there
 
 
 def grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
@@ -165,8 +165,7 @@ def calibration(result: Result, valid) -> pd.DataFrame:
             i = valid.column(r.ability, mix=r.policy)
         except KeyError:
             continue
-        score = float(valid.points["score"].iloc[i])
-        lo, hi = interval(score, 100 * valid.k[:, i] / valid.m[:, i])
+        score, lo, hi = valid.score(i).ci()
         se = np.hypot((r.predicted_hi - r.predicted_lo) / (2 * Z), (hi - lo) / (2 * Z))
         z = (score - r.predicted) / se if se > 0 else np.nan
         rows.append(
@@ -194,49 +193,51 @@ def differences(selected: pd.DataFrame, items, replicates: int, seed: int) -> pd
     for split in ["test", *sorted(set(selected["split"]) - {"test", "valid"})]:
         counts = bootstrap_counts(selected, items, replicates, seed, (split,))
         pts = counts.points
-        names = sorted(set(pts["mix"]) - {base})
-        for policy in names:
-            per = []
-            for k in sorted(set(pts["ability"]), key=_order):
+        scored = sorted(set(pts["ability"]), key=_order)  # every ability the split scores
+        for policy in sorted(set(pts["mix"]) - {base}):
+            per = {}  # ability -> (difference, the baseline's score, the policy's)
+            for k in scored:
                 try:
                     i, j = counts.column(k, mix=policy), counts.column(k, mix=base)
                 except KeyError:
                     continue
-                d = 100 * (counts.k[:, i] / counts.m[:, i] - counts.k[:, j] / counts.m[:, j])
-                point = float(pts["score"].iloc[i] - pts["score"].iloc[j])
-                per.append((k, point, d, float(pts["score"].iloc[j]), float(pts["score"].iloc[i])))
-            rows += [_diff_row(policy, split, k, *rest, counts.method) for k, *rest in per]
-            for name, keep in ((MACRO, ab.ABILITY_KEYS), ("overall", None)):
-                sub = [p for p in per if keep is None or p[0] in keep]
-                if split == "test" and sub:
-                    rows.append(
-                        _diff_row(
-                            policy,
-                            split,
-                            name,
-                            np.mean([p[1] for p in sub]),
-                            np.mean([p[2] for p in sub], 0),
-                            np.mean([p[3] for p in sub]),
-                            np.mean([p[4] for p in sub]),
-                            counts.method,
-                        )
-                    )
+                per[k] = (counts.difference(i, j), counts.score(j), counts.score(i))
+            rows += [_diff_row(policy, split, k, *e, counts.method) for k, e in per.items()]
+            if split == "test":
+                rows += _summary_rows(counts, policy, per, scored)
     return pd.DataFrame(rows)
+
+
+def _summary_rows(counts, policy: str, per: dict, scored: list[str]) -> list[dict]:
+    """The ``macro`` (the in-domain abilities the split scores) and ``overall`` (every ability
+    it scores) rows; their values are empty when the policy or the baseline lacks one of them
+    (``doit.data.macro``'s rule)."""
+    diffs, uniform, score = ({k: e[n] for k, e in per.items()} for n in range(3))
+    summaries = [(MACRO, counts.macro, scored), ("overall", mean_over, scored)]
+    rows = []
+    for name, average, expected in summaries:
+        if name == MACRO and not macro_rule.in_domain(expected):
+            continue
+        means = [average(part, expected) or NONE for part in (diffs, uniform, score)]
+        rows.append(_diff_row(policy, "test", name, *means, counts.method))
+    return rows
 
 
 def _order(k: str):
     return (ab.ABILITY_KEYS.index(k) if k in ab.ABILITY_KEYS else len(ab.ABILITY_KEYS), k)
 
 
-def _diff_row(policy, split, ability, point, reps, uniform, score, method) -> dict:
-    lo, hi = interval(point, reps)
+def _diff_row(policy, split, ability, diff: Estimate, uniform, score, method) -> dict:
+    """One row of differences.csv: ``diff`` the paired difference, ``uniform`` and ``score``
+    the two scores (estimates; their points are written)."""
+    lo, hi = diff.interval()
     return {
         "policy": policy,
         "split": split,
         "ability": ability,
-        "uniform": uniform,
-        "score": score,
-        "diff": point,
+        "uniform": uniform.point,
+        "score": score.point,
+        "diff": diff.point,
         "diff_lo": lo,
         "diff_hi": hi,
         "method": method,
