@@ -4,6 +4,6 @@ sensitivities and groups, Complexity and Transference, predictions, figures and 
 ladder's loss against size (``ladder``), the micro world's targets (``targets``) and planted
 studies for testing (``synthetic``)."""
 
-from doit.analysis.select import RULES, select_checkpoints
+from doit.analysis.select import SELECTION_RULES, select_checkpoints
 
-__all__ = ["RULES", "select_checkpoints"]
+__all__ = ["SELECTION_RULES", "select_checkpoints"]

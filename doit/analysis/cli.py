@@ -109,11 +109,13 @@ def curriculum_parser(sub) -> None:
         help="the corpus the mix draws from (its pools); default: the study's grid's doit_dir",
     )
     s.add_argument(
+        "--pool",
         "--source",
-        dest="pool_source",
+        dest="pool",
         default="1000",
         choices=TRAIN_POOLS,
-        help="the train pool the mix draws from (the mix's `source`)",
+        help="the train pool the mix draws from (the mix's `source`; as sft's --pool); "
+        "--source is its old spelling, deprecated",
     )
     for flag, what in (
         ("--pools", "pool sizes, instead of --data"),
@@ -256,7 +258,7 @@ def curriculum(args) -> int:
         params=args.params,
         pools=parse_pairs(args.pools, "--pools") if args.pools else None,
         data=args.data,
-        source=args.pool_source,
+        pool=args.pool,
         floors=parse_pairs(args.floors, "--floors"),
         caps=parse_pairs(args.caps, "--caps"),
         weights=parse_pairs(args.weights, "--weights", float),
@@ -271,7 +273,7 @@ def curriculum(args) -> int:
     if args.validate:
         from doit.analysis.curriculum import validate
 
-        validate.grid(result, args.out, seeds)  # its errors before anything is written
+        validate.validation_grid(result, args.out, seeds)  # its errors before anything is written
     written = cur.write(result, args.out)
     for path in written:
         print(path)

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from doit.analysis.bootstrap import Counts, Estimate, intervals
-from doit.analysis.fits import uniform
+from doit.analysis.fits import same_n_rows
 from doit.data import kinds as ak
 
 LOO, PROXY = (
@@ -37,7 +37,7 @@ LOO, PROXY = (
 # --- Transference ------------------------------------------------------------------------------
 def transference(counts: Counts) -> pd.DataFrame:
     pts = counts.points
-    grid = uniform(pts)
+    grid = same_n_rows(pts)
     rows = []
     for ability in sorted(pts["ability"].unique()):
         own = (pts["ability"] == ability).to_numpy()
@@ -78,7 +78,7 @@ def loo_sums(counts: Counts, ability: str, full_mask=None, loo_mask=None) -> Loo
     pts = counts.points
     if full_mask is None:
         own = (pts["ability"] == ability).to_numpy()
-        full_mask = own & uniform(pts)
+        full_mask = own & same_n_rows(pts)
         left_out = (pts["excluded_ability"].astype("string") == ability).fillna(False)
         loo_mask = own & left_out.to_numpy(dtype=bool)
     key = ["base", "n_per_ability"]

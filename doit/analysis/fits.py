@@ -296,8 +296,9 @@ class GridFits:
     replicates: int
 
 
-def uniform(points):
-    """Rows of the uniform curated grid (no leave-one-out, no mixes, n > 0)."""
+def same_n_rows(points):
+    """Rows of cells where every ability was trained on the same n (curated: no leave-one-out,
+    no mixes, n > 0): the per-ability grid the data and size curves are fitted on."""
     n = points["n_per_ability"].astype("Float64")
     return (
         (
@@ -316,7 +317,7 @@ def fit_grid(counts, columns=None) -> GridFits:
     the fits to those point indices (prediction fits on a subset of the grid)."""
     pts = counts.points
     use = np.ones(len(pts), bool) if columns is None else np.isin(np.arange(len(pts)), columns)
-    curated = uniform(pts) & use
+    curated = same_n_rows(pts) & use
     synthetic = (pts["construction"] == "synthetic").to_numpy(dtype=bool) & use
     data, size = {}, {}
     for (ability, base), idx in _groups(pts, curated, ["ability", "base"]):

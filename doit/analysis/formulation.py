@@ -3,7 +3,7 @@
 A cell's checkpoints may be scored in several formulations (the grid's ``eval_formulations``;
 ``doit.data.kinds.FORMULATIONS``): its results rows then differ only in ``formulation``.
 Everything downstream (selection, bootstrap, fits) reads one row per (cell, epoch, split,
-ability), chosen here by a rule (``RULES``):
+ability), chosen here by a rule (``FORMULATION_RULES``):
 
 - ``max`` (the default): OLMES's rule (Gu et al., 2024): of the formulations a checkpoint was
   scored in, the one with the higher score, per ability and split (ties: the cell's own);
@@ -26,7 +26,7 @@ import pandas as pd
 from doit.data.kinds import FORMULATIONS
 
 MAX = "max"
-RULES = (MAX, *FORMULATIONS)
+FORMULATION_RULES = (MAX, *FORMULATIONS)
 KEY = ["cell", "epoch", "split", "ability"]
 
 
@@ -38,8 +38,10 @@ def choose(
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(results rows, per-item rows) with one row per (cell, epoch, split, ability) by ``rule``,
     of the cells trained in ``cell_formulation`` (None: the table must hold one)."""
-    if rule not in RULES:
-        raise ValueError(f"formulation rule {rule!r}: expected one of {', '.join(RULES)}")
+    if rule not in FORMULATION_RULES:
+        raise ValueError(
+            f"formulation rule {rule!r}: expected one of {', '.join(FORMULATION_RULES)}"
+        )
     table = _cells_of(table, cell_formulation)
     if rule == MAX:
         own = (table["formulation"] == table["cell_formulation"]).fillna(False)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.bootstrap import PAIRED
-from doit.analysis.fits import uniform
+from doit.analysis.fits import same_n_rows
 
 NEED_DATA = "data fits need >= 2 distinct n > 0 per base"
 NEED_SIZE = "size fits and size_sensitivity need >= 2 bases at the same n"
@@ -23,7 +23,7 @@ NEED_PREDICT = (
 
 def shape(points: pd.DataFrame) -> dict:
     """The uniform grid's shape: distinct n > 0 per base, bases per n, base (n = 0) cells."""
-    grid = points[uniform(points)]
+    grid = points[same_n_rows(points)]
     n_per_base = {
         b: sorted(int(x) for x in g["n_per_ability"].dropna().unique())
         for b, g in grid.groupby("base", sort=True)
@@ -80,7 +80,7 @@ def study_notes(a) -> list[str]:
             f"{NEED_PREDICT}: this study has at most {most_bases} base(s) at one n and "
             f"{most_n} n per base; predictions.csv is empty."
         )
-    fits = list(a.grid.data.values()) + list(a.grid.size.values())
+    fits = list(a.curves.data.values()) + list(a.curves.size.values())
     if fits and all(f.n_points == 2 for f in fits):
         notes.append(
             "Every fit has only 2 points: both forms pass through them, so the form "

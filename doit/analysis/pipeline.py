@@ -89,19 +89,22 @@ class Analysis:
         return bootstrap_counts(self.selected, self.items, s.replicates, s.seed, (s.split,))
 
     @cached_property
-    def grid(self):
+    def curves(self):
+        """Every fitted data and size curve (`fits.GridFits`)."""
         return fit_grid(self.counts)
 
     @cached_property
     def fits(self) -> pd.DataFrame:
-        return fits_table(self.grid).assign(rule=self.settings.rule, uncertainty=self.counts.method)
+        return fits_table(self.curves).assign(
+            rule=self.settings.rule, uncertainty=self.counts.method
+        )
 
     @cached_property
     def sensitivities(self) -> Sensitivities:
         abilities = self.counts.points["ability"].unique()
         shape = limits.shape(self.counts.points)
         return Sensitivities(
-            *measure_sensitivities(self.grid, self.settings.delta, abilities, shape)
+            *measure_sensitivities(self.curves, self.settings.delta, abilities, shape)
         )
 
     @property

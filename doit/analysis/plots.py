@@ -23,7 +23,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from doit.analysis.bootstrap import intervals  # noqa: E402
-from doit.analysis.fits import uniform  # noqa: E402
+from doit.analysis.fits import same_n_rows  # noqa: E402
 from doit.data import abilities as ab  # noqa: E402
 from doit.data.macro import macro_by  # noqa: E402
 
@@ -58,7 +58,7 @@ def _observed(a):
     """Observed test scores of the uniform grid and the untuned (n = 0) base cells, with ``n``
     (0 for base cells), bases ordered by params."""
     pts = a.counts.points
-    keep = uniform(pts) | (pts["construction"] == "base").to_numpy(dtype=bool)
+    keep = same_n_rows(pts) | (pts["construction"] == "base").to_numpy(dtype=bool)
     obs = pts[keep].copy()
     obs["n"] = obs["n_per_ability"].astype("Float64").fillna(0).astype(float)
     order = obs.drop_duplicates("base").sort_values("params")["base"].tolist()
@@ -117,7 +117,7 @@ def scaling_data(a) -> plt.Figure:
     for ax, ability in zip(axes, abilities):
         mine = obs[obs["ability"] == ability]
         fits = dict(
-            (k[1], f) for k, f in a.grid.data.items() if k[0] == ability and k[2] == "curated"
+            (k[1], f) for k, f in a.curves.data.items() if k[0] == ability and k[2] == "curated"
         )
         curves = _curves(a.counts, fits.items())
         for i, base in enumerate(order):
@@ -167,7 +167,7 @@ def macro(a) -> plt.Figure:
         ax.plot(tuned.index, tuned.to_numpy(), "o", color=f"C{i}", ms=3, label=base)
         if 0 in means.index:
             ax.plot([x0], [means.loc[0]], "o", mfc="none", color=f"C{i}", ms=5)
-        fits = [f for k, f in a.grid.data.items() if k[1] == base and k[2] == "curated"]
+        fits = [f for k, f in a.curves.data.items() if k[1] == base and k[2] == "curated"]
         if len(fits) < n_abilities or not fits:
             continue
         lo_n, hi_n = max(f.x.min() for f in fits), min(f.x.max() for f in fits)
@@ -179,7 +179,7 @@ def macro(a) -> plt.Figure:
         band = intervals(pt, np.mean(reps, 0)) if reps[0] is not None else (pt, pt)
         ax.plot(n, pt, "-", color=f"C{i}")
         ax.fill_between(n, band[0], band[1], color=f"C{i}", alpha=0.2)
-    if not a.grid.data:
+    if not a.curves.data:
         _say(ax, "no data fits (< 2 n per base): observed means only")
     chance = float(obs.groupby("ability")["chance"].mean().mean())
     ax.axhline(chance, color="grey", ls=":", lw=1, label="chance", gid="chance")

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.bootstrap import Counts, interval, percent
-from doit.analysis.fits import fit_series, uniform
+from doit.analysis.fits import fit_series, same_n_rows
 
 LADDER_WITHIN, LADDER_HARD_MAE = 2.0, 6.9  # Bhagia et al. (2024)
 COLUMNS = [
@@ -39,7 +39,7 @@ def predictions(counts: Counts, seed: int = 0) -> pd.DataFrame:
     """predictions.csv: one row per held-out cell (holdout, ability, base, n)."""
     rng = np.random.default_rng(seed)
     pts = counts.points
-    grid = pts[uniform(pts)]
+    grid = pts[same_n_rows(pts)]
     rows = []
     for _, block in grid.groupby(["ability", "n_per_ability"], sort=True):
         rows += _holdout(counts, block, "params", 2.0, "largest_base", rng)

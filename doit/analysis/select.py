@@ -1,6 +1,6 @@
 """Checkpoint selection: which epoch of each cell is reported (the only implementation in doit).
 
-Rules (``RULES``):
+Rules (``SELECTION_RULES``):
 
 - ``study``: per cell, the epoch with the best macro in-domain validation score among epochs
   >= 5 (``MIN_EPOCH``), reported on test and the benchmarks (the published study's rule);
@@ -27,7 +27,7 @@ import pandas as pd
 from doit.data import abilities as ab
 from doit.data.macro import macro_by
 
-RULES = ("study", "study-per-ability", "best-valid", "last")
+SELECTION_RULES = ("study", "study-per-ability", "best-valid", "last")
 MIN_EPOCH = 5.0
 
 
@@ -36,8 +36,8 @@ def select_checkpoints(
 ) -> pd.DataFrame:
     """The reported rows (``splits``; default every split but ``valid``) of each cell's selected
     checkpoint, with ``rule``, ``selected_epoch`` and ``fallback`` columns."""
-    if rule not in RULES:
-        raise ValueError(f"checkpoint rule {rule!r}: expected one of {', '.join(RULES)}")
+    if rule not in SELECTION_RULES:
+        raise ValueError(f"checkpoint rule {rule!r}: expected one of {', '.join(SELECTION_RULES)}")
     if splits is not None and "valid" in splits and rule != "last":
         raise ValueError(
             f"checkpoint rule {rule!r} chooses by the valid split, so it cannot "

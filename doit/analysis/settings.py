@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from doit.analysis.bootstrap import REPLICATES
-from doit.analysis.formulation import MAX
-from doit.analysis.formulation import RULES as FORMULATION_RULES
-from doit.analysis.select import RULES
+from doit.analysis.formulation import FORMULATION_RULES, MAX
+from doit.analysis.select import SELECTION_RULES
 from doit.analysis.sensitivity import DELTA
 from doit.data.kinds import FORMULATIONS
 from doit.flags import at_least
@@ -28,7 +27,8 @@ class Settings:
     ``help``). Values outside the choices are a ValueError naming the field."""
 
     rule: str = field(
-        default="study", metadata={"choices": RULES, "help": "checkpoint selection (select.py)"}
+        default="study",
+        metadata={"choices": SELECTION_RULES, "help": "checkpoint selection (select.py)"},
     )
     split: str = field(
         default="test",

@@ -1,4 +1,4 @@
-"""The micro world's targets, checked on a micro study's scores: ``TARGETS`` for a study scored
+"""The micro world's targets, checked on a micro study's scores: ``LETTER_TARGETS`` for a study scored
 in the letter formulation, ``TEXT_TARGETS`` for one in the text formulation (``SETS``).
 
 A micro study fine-tunes two bases over n items per ability (``recipes/grids/micro.yaml``);
@@ -185,7 +185,7 @@ REASONING = ("reasoning: data gain exceeds the size gap", _data_over_size("reaso
 ROLE_PLAY = ("plateau: role_play's CI includes 50 (or within 50 +- 10) at every n", _role_play)
 CREATIVE = ("plateau: creative_writing n = 64 vs {hi} within 5 points or CI includes 0", _creative)
 
-TARGETS = (
+LETTER_TARGETS = (
     (
         "learnable: >= 7 of 10 abilities >= 15 points above chance, larger base, n = {hi}",
         _learnable,
@@ -219,7 +219,7 @@ TEXT_TARGETS = (
     ),
     CREATIVE,
 )
-SETS = {LETTER: TARGETS, TEXT: TEXT_TARGETS}  # by the formulation the study is scored in
+SETS = {LETTER: LETTER_TARGETS, TEXT: TEXT_TARGETS}  # by the formulation the study is scored in
 
 
 def check_targets(

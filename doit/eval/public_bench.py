@@ -301,7 +301,7 @@ def score_benchmarks(lm, configs: dict[str, dict[str, dict]], shots: list[int]) 
     return out
 
 
-RULES = {
+PROTOCOL = {
     "scoring": (
         "lm-eval multiple_choice; choices = the option letters, continuation = the bare letter "
         "after the chat template's assistant marker; acc = argmax of the letters' next-token "
@@ -334,7 +334,7 @@ def rules(configs: dict[str, dict[str, dict]], **run: Any) -> dict:
     """The rules above, this run's settings, and what the files held."""
     import lm_eval
 
-    out = {**RULES, **run, "lm_eval_version": getattr(lm_eval, "__version__", "unknown")}
+    out = {**PROTOCOL, **run, "lm_eval_version": getattr(lm_eval, "__version__", "unknown")}
     if "agieval" in configs:
         out["agieval_multi_answer_skipped"] = {
             s: agieval_split(cfg["dataset_kwargs"]["path"])[2]

@@ -119,7 +119,7 @@ def planted(study_csv):
         budget=10_000,
         policies=("reconstruct", "maximum", "marginal"),
         pools=DOIT_FULL,
-        source="full",
+        pool="full",
         settings=replace(SETTINGS, replicates=100),
     )
     return make(study_csv, options)
@@ -174,7 +174,7 @@ def test_floors_caps_and_weights_bind_every_equal_budget_policy(planted):
         budget=6000,
         policies=("reconstruct", "marginal"),
         pools=DOIT_FULL,
-        source="full",
+        pool="full",
         floors={"ethics": 100, "math": 700},
         caps={"reasoning": 400, "understanding": 500},
         weights={"code": 3.0},

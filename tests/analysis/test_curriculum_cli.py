@@ -252,3 +252,20 @@ def test_analysis_run_with_a_budget_on_a_formulation_axis(tables, tmp_path):
         "## Curriculum: 192 items for s" in text
         and "trained (an untuned base: rendered) in text" in text
     )
+
+
+def test_the_pool_flag_keeps_its_old_spelling_as_a_deprecated_alias():
+    from doit.analysis.cli import build_parser
+
+    parser = build_parser()
+    base = ["curriculum", "study.csv", "--budget", "10", "--out", "x"]
+    assert parser.parse_args([*base, "--pool", "full"]).pool == "full"
+    assert parser.parse_args([*base, "--source", "full"]).pool == "full"  # the old spelling
+    assert parser.parse_args(base).pool == "1000"
+    (curriculum,) = [
+        a
+        for a in parser._subparsers._group_actions[0].choices.values()
+        if a.prog.endswith("curriculum")
+    ]
+    helps = {a.dest: a.help for a in curriculum._actions}
+    assert "--source is its old spelling, deprecated" in helps["pool"]

@@ -77,7 +77,7 @@ def result(study):
 
 
 def test_the_validation_grid_trains_the_equal_budget_policies_on_the_target(result, tmp_path):
-    mapping = val.grid(result, tmp_path, seeds=(0, 1))
+    mapping = val.validation_grid(result, tmp_path, seeds=(0, 1))
     assert [b["name"] for b in mapping["bases"]] == ["tiny"] and mapping["seed"] == [0, 1]
     names = [p.rsplit("/", 1)[1] for p in mapping["data"]["mix"]]
     assert names == [f"{p}-{BUDGET}.yaml" for p in ("uniform", "reconstruct", "marginal")]
@@ -89,7 +89,7 @@ def test_the_validation_grid_trains_the_equal_budget_policies_on_the_target(resu
     sft = [c for c in cells if c.kind == "sft"]
     assert len(sft) == 3 * 2 and {c.mix for c in sft} == {n[:-5] for n in names}
     with pytest.raises(CurriculumError, match="training seeds"):
-        val.grid(result, tmp_path, seeds=())
+        val.validation_grid(result, tmp_path, seeds=())
 
 
 def test_uniform_reuses_the_studys_own_cells_when_its_draw_is_the_same(study, tmp_path):
@@ -118,10 +118,14 @@ def test_uniform_reuses_the_studys_own_cells_when_its_draw_is_the_same(study, tm
     uniform = got.allocations["uniform"].counts
     assert set(uniform.values()) == {1}
     assert reusable_cells(folder, "tiny", uniform, "1000", (0,)) == {0: planned}
-    names = [m.rsplit("/", 1)[1] for m in val.grid(got, tmp_path, seeds=(0,))["data"]["mix"]]
+    names = [
+        m.rsplit("/", 1)[1] for m in val.validation_grid(got, tmp_path, seeds=(0,))["data"]["mix"]
+    ]
     assert names == ["marginal-10.yaml"]
     assert reusable_cells(folder, "tiny", uniform, "1000", (0, 1)) is None
-    names = [m.rsplit("/", 1)[1] for m in val.grid(got, tmp_path, seeds=(0, 1))["data"]["mix"]]
+    names = [
+        m.rsplit("/", 1)[1] for m in val.validation_grid(got, tmp_path, seeds=(0, 1))["data"]["mix"]
+    ]
     assert names == ["uniform-10.yaml", "marginal-10.yaml"]
     # another pool, a cell not among the finished ones, unequal counts: nothing stands for it
     assert reusable_cells(folder, "tiny", uniform, "full", (0,)) is None

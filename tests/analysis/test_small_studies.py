@@ -173,6 +173,6 @@ def test_fits_never_take_the_log_of_n0():
         source="x", settings=Settings(replicates=20), rows=StudyRows(table, items, table, ())
     )
     with np.errstate(divide="raise", invalid="raise"):
-        fits = list(a.grid.data.values())
+        fits = list(a.curves.data.values())
     assert fits and all((f.x > 0).all() for f in fits)
     assert (a.counts.points["construction"] == "base").any()

@@ -19,7 +19,7 @@ import pandas as pd
 
 from doit.analysis.curriculum.model import ScoreModel, transfer_shares
 from doit.analysis.curriculum.options import CurriculumError, Options
-from doit.analysis.fits import fit_series, fits_table, uniform
+from doit.analysis.fits import fit_series, fits_table, same_n_rows
 from doit.analysis.pipeline import Analysis
 from doit.data import abilities as ab
 from doit.io import sha256_text
@@ -50,7 +50,7 @@ class Evidence:
 
     @cached_property
     def fits_sha(self) -> str:
-        return sha256_text(fits_table(self.analysis.grid).to_csv(index=False))[:16]
+        return sha256_text(fits_table(self.analysis.curves).to_csv(index=False))[:16]
 
     @cached_property
     def mix_points(self):
@@ -143,7 +143,7 @@ def beyond_notes(a: Analysis, options: Options) -> list[str]:
 def _target(a: Analysis, abilities, options: Options):
     """(target name, params, curves per ability) for --base or --params."""
     pts = a.counts.points
-    grid = pts[uniform(pts)]
+    grid = pts[same_n_rows(pts)]
     bases = grid.drop_duplicates("base").set_index("base")["params"].astype(float)
     if bases.empty:
         raise CurriculumError(
@@ -161,7 +161,7 @@ def _target(a: Analysis, abilities, options: Options):
         )
     curves = {}
     for k in abilities:
-        fit = a.grid.data.get((k, base, "curated"))
+        fit = a.curves.data.get((k, base, "curated"))
         if fit is None:
             raise CurriculumError(
                 f"{k} has no data fit on base {base} (it needs >= 2 distinct "
@@ -174,11 +174,11 @@ def _target(a: Analysis, abilities, options: Options):
 def _by_params(a: Analysis, abilities, params: float, bases: pd.Series):
     """Curves at a base of ``params`` outside the study: each grid n's size fit evaluated at
     ``params`` (point and replicates), refitted over n as pseudo-counts of the same items."""
-    if len(bases) < 2 or not a.grid.size:
+    if len(bases) < 2 or not a.curves.size:
         raise CurriculumError("--params needs size fits (>= 2 bases at one n); give --base instead")
     counts, curves = a.counts, {}
     for k in abilities:
-        series = sorted((n, f) for (ab_, n), f in a.grid.size.items() if ab_ == k)
+        series = sorted((n, f) for (ab_, n), f in a.curves.size.items() if ab_ == k)
         if len(series) < 2:
             raise CurriculumError(f"{k} has size fits at {len(series)} n; --params needs >= 2")
         ns = np.array([n for n, _ in series], float)
@@ -235,10 +235,10 @@ def _pools(source: str, options: Options, abilities) -> dict[str, int]:
     from doit.data.load import load_items
 
     try:
-        return pool_sizes(load_items(data, options.source))
+        return pool_sizes(load_items(data, options.pool))
     except (ValueError, OSError) as e:
         first = str(e).splitlines()[0]
-        raise CurriculumError(f"pools from {data} (--source {options.source}): {first}") from None
+        raise CurriculumError(f"pools from {data} (--pool {options.pool}): {first}") from None
 
 
 def _grid_corpus(source: str) -> str | None:
@@ -267,7 +267,7 @@ def tokens_per_item(table: pd.DataFrame, abilities) -> dict[str, float]:
 def best_observed(counts, base: str, abilities) -> dict[str, int]:
     """Per ability, the uniform n with its highest observed score on ``base`` (the smallest n
     on ties); the largest base's when the target is not in the study."""
-    pts = counts.points[uniform(counts.points)]
+    pts = counts.points[same_n_rows(counts.points)]
     if base not in set(pts["base"]):
         base = pts.sort_values("params")["base"].iloc[-1]
     out = {}
@@ -351,5 +351,5 @@ def _check_budget(o: Options, tokens: dict, lower: dict, upper: dict) -> None:
         raise CurriculumError(
             f"--budget {o.budget} is above what the pools (and caps) hold, "
             f"{high:g} {o.unit}; lower --budget, raise --caps or use a larger "
-            "--source"
+            "--pool"
         )

@@ -33,7 +33,7 @@ class Options:
     params: float | None = None  # a target outside the study, by non-embedding parameters
     pools: dict[str, int] | None = None  # ability -> items the mix can draw (None: from data)
     data: str | None = None  # the corpus the mix draws from (pools), if pools are not given
-    source: str = "1000"  # its train pool: "1000" | full
+    pool: str = "1000"  # its train pool: "1000" | full (written as the mix's `source`)
     floors: dict[str, int] = field(default_factory=dict)  # ability -> fewest items (default 1)
     caps: dict[str, int] = field(default_factory=dict)  # ability -> most items (default: pool)
     weights: dict[str, float] = field(default_factory=dict)  # macro weights (default 1)

@@ -26,7 +26,7 @@ from doit.analysis import report
 from doit.analysis.bootstrap import intervals
 from doit.analysis.curriculum.core import MACRO, MACRO_VIEW, Result
 from doit.analysis.curriculum.model import replicate_curve
-from doit.analysis.fits import uniform
+from doit.analysis.fits import same_n_rows
 from doit.analysis.plots import _panels, plt
 from doit.io import OutputKind, atomic_path, atomic_write_text, mark_output, marked_or_holding
 
@@ -64,7 +64,7 @@ def mix_text(result: Result, policy: str) -> str:
     }
     body = {
         "seed": 0,
-        "source": o.source,
+        "source": o.pool,
         "counts": {k: n for k, n in alloc.counts.items() if n > 0},
         "exclude": [k for k, n in alloc.counts.items() if n == 0],
         "provenance": provenance,
@@ -107,7 +107,7 @@ def figure(result: Result) -> plt.Figure:
     ev, table = result.evidence, result.table
     fig, axes = _panels(len(ev.abilities) + 1)
     pts = ev.analysis.counts.points
-    observed = pts[uniform(pts) & (pts["base"] == ev.target).to_numpy()]
+    observed = pts[same_n_rows(pts) & (pts["base"] == ev.target).to_numpy()]
     policies = list(result.allocations)
     top = max(ev.model.grid_max, max(max(a.counts.values()) for a in result.allocations.values()))
     n = np.geomspace(1, top, 80)

@@ -1,7 +1,7 @@
 """``--validate``: train the competing policies at the same budget and compare them with uniform.
 
 ``run`` has the grid train them (`doit.grid.train_mixes`, ``DIR/validate/grid.yaml`` and
-``DIR/validate/study``; ``grid`` is its mapping): the study's grid (every key it has, the
+``DIR/validate/study``; ``validation_grid`` is its mapping): the study's grid (every key it has, the
 formulation's included) with one base, the target, and one ``data.mix`` cell per equal-budget
 policy (``DIR/mixes/<policy>-<budget>.yaml``) for the training seeds (two or more give CIs
 that resample seeds too; one gives CIs over items only, and the tables' ``seeds`` say so).
@@ -44,7 +44,7 @@ from doit.io import atomic_path
 NONE = Estimate(np.nan, None)  # a summary row's values when its abilities are not all there
 
 
-def grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
+def validation_grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
     """The validation grid's mapping (module docstring); CurriculumError when the study is not
     a planned study folder or the target is not one of its bases."""
     from doit.grid import mix_grid
@@ -101,7 +101,7 @@ def _request(result: Result, out: Path, seeds) -> dict:
         reusable=Reusable(
             Path(out) / "mixes" / f"{mix_name(result.baseline.policy, budget)}.yaml",
             result.baseline.counts,
-            result.options.source,
+            result.options.pool,
         ),
         among=set(ev.analysis.table["cell"]),
     )
