@@ -104,9 +104,11 @@ def _detail_blocks(a, figures):
         ),
         (
             "p",
-            f"Uncertainty: {a.counts.method}, {a.counts.replicates} replicates"
+            f"Uncertainty: {a.counts.method}, {a.counts.replicates} replicates; intervals "
+            f"resample {a.counts.resamples}"
             + (
-                " (seeds resampled first where a cell has several)."
+                " (each cell's replicate score moved by a draw of its ability's seed SD; "
+                "seeds are not resampled)."
                 if "paired" in a.counts.method
                 else ". Without per-item rows the cells are not paired, so CIs on differences "
                 "between cells are wider than a paired bootstrap's."
