@@ -59,6 +59,7 @@ REPLICATES = 1000  # bootstrap replicates unless asked otherwise (every analysis
 PAIRED, BINOMIAL = "paired item bootstrap", "binomial resampling of each cell (no per-item rows)"
 ITEMS, SEEDS = "items", "items and seeds"  # what an interval resamples (Counts.resamples)
 SEED_STREAM = 29  # the seed effects' own random stream: the item draws stay those of `seed`
+TRAINED = "trained_cell"  # optional: the training a row's cell scores (one seed draw per training)
 
 
 def prior_phrase(seed_sd: float) -> str:
@@ -314,7 +315,8 @@ def bootstrap_counts(
         rows = rows[rows["score"].notna()]
     rows = _pool_splits(rows)
     rows["point"] = _point_ids(rows)
-    effects = _CellDraws(rows["cell"], replicates, np.random.default_rng([seed, SEED_STREAM]))
+    trained = rows[TRAINED] if TRAINED in rows else rows["cell"]
+    effects = _CellDraws(trained, replicates, np.random.default_rng([seed, SEED_STREAM]))
     parts, kk, mm, components = [], [], [], []
     for ability, block in rows.groupby("ability", sort=True):
         block = block.sort_values(["point", "seed", "cell"], ignore_index=True)
@@ -326,7 +328,8 @@ def bootstrap_counts(
             k_cell, m_cell, k0, m0 = _binomial(block, replicates, rng)
             moments = _binomial_moments(_seed_groups(block), k0, m0)
         component = seed_component(ability, moments, seed_sd, effects.rng, replicates)
-        shift = component.attenuation * component.reps[:, None] * effects.of(block["cell"])
+        z = effects.of(block[TRAINED] if TRAINED in block else block["cell"])
+        shift = component.attenuation * component.reps[:, None] * z
         pts, k, m = _pool_seeds(block, _moved(k_cell, m_cell, shift), m_cell, k0, m0)
         parts.append(pts)
         kk.append(k)
