@@ -8,32 +8,33 @@ items). Each replicate
 1. resamples one set of item ids per ability, shared by every cell (the same items appear in
    every cell, so differences between cells are paired), and counts each cell's correct
    answers among the drawn items, then
-2. gives every cell a training-seed effect: its replicate score moves by a draw of the
-   ability's seed component on the logit scale (below), the same standard-normal draw for a
-   cell's every ability. A point with s seeds pools its s cells, so it gets the mean of s
+2. gives every trained cell a training-seed effect: its replicate score moves by a draw of
+   the ability's seed component on the logit scale (below), the same standard-normal draw for
+   a cell's every ability (an untuned base, n = 0, has no training seed and no draw). A point with s seeds pools its s cells, so it gets the mean of s
    draws; a paired difference of two cells gets both cells' draws. Seeds are not resampled
    (two seeds resampled with replacement halve their variance).
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
 pairing, and ``Counts.method`` says so.
 
-**The seed component** (``SeedComponent``, one per ability; ``Counts.seed_table``). On the
-logit scale of an item (the scale of a planted or a user's ``seed_sd``): a seed adds the same
-u ~ N(0, sd^2) to every item's logit, which moves a cell's score by about D u, D the mean of
-p_i (1 - p_i) over its items. At every point with s >= 2 seeds, on the items all its seeds
-scored: B, the seeds' score variance (ddof 1), is the seed part D^2 sd^2 plus the item-outcome
-part W = sum_i v_i / m^2, v_i the variance of item i's 0/1 outcomes over the seeds (ddof 1),
-and D is estimated by mean_i v_i (without per-item rows: W = mean p (1 - p) / (m - 1) and D
-= mean p (1 - p) m / (m - 1)). Pooled over the ability's points with weights s - 1 (method of
-moments, truncated at 0): sd^2 = max(T - N, 0), T = sum (s-1) B / sum (s-1) D^2, N = sum (s-1)
-W / sum (s-1) D^2, on df = sum (s - 1) degrees of freedom. Its uncertainty: each replicate
-draws its own T_r = T df / chi2_df (the scaled-inverse-chi-square spread of a variance on df
-degrees of freedom) and uses sd_r = sqrt(max(T_r - N, 0)); ``sd_lo``/``sd_hi`` are the interval
-of those. A cell's draw moves its score's logit by A sd_r z (z ~ N(0, 1)), A = sum (s-1) D /
-sum (s-1) p (1 - p) the ability's attenuation from item logits to a cell's score logit (1 with
-a prior: conservative). No point with >= 2 seeds: the prior ``seed_sd`` when given (every
-replicate sd_r = seed_sd), else no seed effect (intervals cover item sampling only).
-``Counts.resamples`` says which: ``ITEMS``, ``SEEDS`` or ``prior_phrase(seed_sd)``.
+**The seed component** (``SeedComponent``, one per ability; ``Counts.seed_table``): the SD of
+a training seed's effect on the logit of a cell's score (logit units; the scale of
+``seed_sd``). A seed effect u moves a score p by about p (1 - p) u. At every point with s >= 2
+seeds, on the items all its seeds scored (m of them): B, the seeds' score variance (ddof 1),
+is the seed part (p (1 - p))^2 sd^2 plus the item-outcome part W = sum_i v_i / m^2, v_i the
+variance of item i's 0/1 outcomes over the seeds (ddof 1: within an item, so the items'
+spread of difficulty is not counted as noise); without per-item rows W = mean p (1 - p) /
+(m - 1), the binomial one. Pooled over the ability's points with weights s - 1 (method of
+moments, truncated at 0): sd^2 = max(T - N, 0), T = sum (s-1) B / sum (s-1) (p (1-p))^2, N the
+same sum of W, on df = sum (s - 1) degrees of freedom. Its uncertainty: each replicate draws
+its own T_r = T df / chi2_df (the scaled-inverse-chi-square spread of a variance estimated on
+df degrees of freedom) and moves its cells with sd_r = sqrt(max(T_r - N, 0)); ``seed_sd_lo``
+/ ``_hi`` are the interval of those. No point with >= 2 seeds: the prior ``seed_sd`` when given
+(every replicate's sd_r), else none (intervals cover item sampling only). ``Counts.resamples``
+says which: ``ITEMS``, ``SEEDS`` or ``prior_phrase(seed_sd)``. A planted or latent seed effect
+on items' logits shows up smaller on this scale where items differ in difficulty or scores
+have a floor and a ceiling below 1; the estimate and its use share the scale, and a prior
+measured by this estimator on another study transfers.
 
 Scores, paired differences and macros are read only through ``Counts``' methods (``score``,
 ``scores``, ``pooled``, ``difference``, ``macro``, ``tally`` for a binomial fit), each an
@@ -160,26 +161,25 @@ class Tally:
 
 
 SEED_COLUMNS = ["ability", "seed_sd", "seed_sd_lo", "seed_sd_hi", "seed_df", "seed_points"]
-SEED_COLUMNS += ["attenuation", "resamples"]
+SEED_COLUMNS += ["resamples"]
 
 
 @dataclass(frozen=True)
 class SeedComponent:
     """An ability's training-seed SD in item-logit units: ``sd`` (the estimate or the prior),
     ``reps`` (R,) the SD each replicate draws with, on ``df`` degrees of freedom from
-    ``points`` points of >= 2 seeds; ``attenuation`` A (module docstring)."""
+    ``points`` points of >= 2 seeds (module docstring)."""
 
     ability: str
     sd: float
     reps: np.ndarray
     df: int
     points: int
-    attenuation: float
     resamples: str
 
     def row(self) -> dict:
         lo, hi = (np.nan, np.nan) if self.df == 0 else interval(self.sd, self.reps)
-        values = (self.ability, self.sd, lo, hi, self.df, self.points, self.attenuation)
+        values = (self.ability, self.sd, lo, hi, self.df, self.points)
         return dict(zip(SEED_COLUMNS, (*values, self.resamples)))
 
 
@@ -315,8 +315,7 @@ def bootstrap_counts(
         rows = rows[rows["score"].notna()]
     rows = _pool_splits(rows)
     rows["point"] = _point_ids(rows)
-    trained = rows[TRAINED] if TRAINED in rows else rows["cell"]
-    effects = _CellDraws(trained, replicates, np.random.default_rng([seed, SEED_STREAM]))
+    effects = _CellDraws(_trainings(rows), replicates, np.random.default_rng([seed, SEED_STREAM]))
     parts, kk, mm, components = [], [], [], []
     for ability, block in rows.groupby("ability", sort=True):
         block = block.sort_values(["point", "seed", "cell"], ignore_index=True)
@@ -328,8 +327,8 @@ def bootstrap_counts(
             k_cell, m_cell, k0, m0 = _binomial(block, replicates, rng)
             moments = _binomial_moments(_seed_groups(block), k0, m0)
         component = seed_component(ability, moments, seed_sd, effects.rng, replicates)
-        z = effects.of(block[TRAINED] if TRAINED in block else block["cell"])
-        shift = component.attenuation * component.reps[:, None] * z
+        z = effects.of(_trainings(block))
+        shift = component.reps[:, None] * z
         pts, k, m = _pool_seeds(block, _moved(k_cell, m_cell, shift), m_cell, k0, m0)
         parts.append(pts)
         kk.append(k)
@@ -342,38 +341,45 @@ def bootstrap_counts(
     return Counts(points, np.hstack(kk), np.hstack(mm), method, tuple(components))
 
 
-class _CellDraws:
-    """One standard-normal seed draw per (replicate, cell), shared by the cell's abilities."""
+def _trainings(rows: pd.DataFrame) -> pd.Series:
+    """The training each row's cell scores (``TRAINED``, else its cell); None for an untuned
+    base (n = 0: no training, no seed)."""
+    trained = (rows[TRAINED] if TRAINED in rows else rows["cell"]).astype(str)
+    return trained.where(rows["construction"].astype(str) != "base", None)
 
-    def __init__(self, cells: pd.Series, replicates: int, rng: np.random.Generator):
-        names = sorted(cells.astype(str).unique())
+
+class _CellDraws:
+    """One standard-normal seed draw per (replicate, training), shared by its abilities; 0
+    for rows without a training (``_trainings``)."""
+
+    def __init__(self, trainings: pd.Series, replicates: int, rng: np.random.Generator):
+        names = sorted(trainings.dropna().unique())
         self.rng = rng
         self.column = {name: j for j, name in enumerate(names)}
-        self.z = rng.standard_normal((replicates, len(names)))
+        self.z = np.hstack(
+            [rng.standard_normal((replicates, len(names))), np.zeros((replicates, 1))]
+        )
 
-    def of(self, cells: pd.Series) -> np.ndarray:
-        return self.z[:, [self.column[c] for c in cells.astype(str)]]
+    def of(self, trainings: pd.Series) -> np.ndarray:
+        return self.z[:, [self.column.get(t, -1) for t in trainings]]
 
 
 def seed_component(
     ability: str, moments: np.ndarray, prior: float | None, rng, replicates: int
 ) -> SeedComponent:
-    """The ability's seed component from its points' moments (rows: s - 1, B, W, D, p (1-p);
+    """The ability's seed component from its points' moments (rows: s - 1, B, W, p (1 - p);
     module docstring), else the prior, else none."""
-    w, between, within, slope, spread = moments.T if len(moments) else np.zeros((5, 0))
-    df = int(w.sum())
-    information = float(np.sum(w * slope**2))
+    w, between, within, slope = moments.T if len(moments) else np.zeros((4, 0))
+    df, information = int(w.sum()), float(np.sum(w * slope**2))
     if df == 0 or information <= 0:
         sd = 0.0 if prior is None else float(prior)
         what = ITEMS if prior is None else prior_phrase(prior)
-        return SeedComponent(ability, sd, np.full(replicates, sd), 0, 0, 1.0, what)
+        return SeedComponent(ability, sd, np.full(replicates, sd), 0, 0, what)
     total = float(np.sum(w * between)) / information
     noise = float(np.sum(w * within)) / information
-    total_reps = total * df / rng.chisquare(df, replicates)
-    reps = np.sqrt(np.maximum(total_reps - noise, 0.0))
-    attenuation = float(np.sum(w * slope) / np.sum(w * spread))
+    reps = np.sqrt(np.maximum(total * df / rng.chisquare(df, replicates) - noise, 0.0))
     sd = float(np.sqrt(max(total - noise, 0.0)))
-    return SeedComponent(ability, sd, reps, df, len(moments), min(attenuation, 1.0), SEEDS)
+    return SeedComponent(ability, sd, reps, df, len(moments), SEEDS)
 
 
 def _moved(k: np.ndarray, m: np.ndarray, shift: np.ndarray) -> np.ndarray:
@@ -391,38 +397,26 @@ def _seed_groups(block: pd.DataFrame) -> list[np.ndarray]:
 
 
 def _item_moments(groups, correct: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Per point of >= 2 seeds, on the items all its seeds scored: s - 1, B, W, D, p (1 - p)."""
+    """Per point of >= 2 seeds, on the items all its seeds scored: s - 1, B, W, p (1 - p)."""
     rows = []
     for idx in groups:
         y = correct[np.ix_(idx, present[idx].all(0))]
         m = y.shape[1]
-        if m < 2:
-            continue
-        v = y.var(0, ddof=1)
-        p = y.mean()
-        rows.append((len(idx) - 1, y.mean(1).var(ddof=1), v.sum() / m**2, v.mean(), p * (1 - p)))
-    return np.array(rows, float).reshape(-1, 5)
+        if m >= 2:
+            w = y.var(0, ddof=1).sum() / m**2
+            rows.append((len(idx) - 1, y.mean(1).var(ddof=1), w, y.mean() * (1 - y.mean())))
+    return np.array(rows, float).reshape(-1, 4)
 
 
 def _binomial_moments(groups, k0: np.ndarray, m0: np.ndarray) -> np.ndarray:
-    """``_item_moments`` from the cells' counts alone (binomial item-outcome variance)."""
+    """``_item_moments`` from the cells' counts alone (the binomial item-outcome variance)."""
     rows = []
     for idx in groups:
         p, m = k0[idx] / m0[idx], m0[idx]
-        if m.min() < 2:
-            continue
-        spread = p * (1 - p)
-        pooled = p.mean() * (1 - p.mean())
-        rows.append(
-            (
-                len(idx) - 1,
-                p.var(ddof=1),
-                np.mean(spread / (m - 1)),
-                np.mean(spread * m / (m - 1)),
-                pooled,
-            )
-        )
-    return np.array(rows, float).reshape(-1, 5)
+        if m.min() >= 2:
+            w = np.mean(p * (1 - p) / (m - 1))
+            rows.append((len(idx) - 1, p.var(ddof=1), w, p.mean() * (1 - p.mean())))
+    return np.array(rows, float).reshape(-1, 4)
 
 
 def _pool_splits(rows: pd.DataFrame) -> pd.DataFrame:
