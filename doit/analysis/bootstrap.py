@@ -10,9 +10,10 @@ items). Each replicate
    answers among the drawn items, then
 2. gives every trained cell a training-seed effect: its replicate score moves by a draw of
    the ability's seed component on the logit scale (below), the same standard-normal draw for
-   a cell's every ability (an untuned base, n = 0, has no training seed and no draw). A point with s seeds pools its s cells, so it gets the mean of s
-   draws; a paired difference of two cells gets both cells' draws. Seeds are not resampled
-   (two seeds resampled with replacement halve their variance).
+   a cell's every ability (an untuned base, n = 0, has no training seed and no draw). A point
+   with s seeds pools its s cells, so it gets the mean of s draws; a paired difference of two
+   cells gets both cells' draws. Seeds are not resampled (two seeds resampled with
+   replacement halve their variance).
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
 pairing, and ``Counts.method`` says so.
