@@ -207,7 +207,7 @@ def write(result: Result, out: Path) -> list[Path]:
     }
     said = {"resamples": result.evidence.analysis.counts.resamples}  # what the intervals do
     tables = {
-        out / "curriculum.csv": result.table.assign(**said),
+        out / "curriculum.csv": result.table,
         out / "transfer.csv": transfer_table(result).assign(**said),
     }
     if regression_table(result) is not None:
