@@ -44,7 +44,7 @@ class Analysis:
     def rows(self) -> StudyRows:
         """The study as the one reader reads it (`doit.analysis.study.read_study`)."""
         s = self.settings
-        return read_study(self.source, s.formulation, s.cell_formulation)
+        return read_study(self.source, s.formulation, s.cell_formulation, s.formulation_split)
 
     @property
     def all_rows(self) -> pd.DataFrame:

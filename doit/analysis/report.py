@@ -93,7 +93,12 @@ def _detail_blocks(a, figures):
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
     b = [
-        ("p", describe_formulation(a.analysed_rows, a.settings.formulation)),
+        (
+            "p",
+            describe_formulation(
+                a.analysed_rows, a.settings.formulation, a.settings.formulation_split
+            ),
+        ),
         (
             "p",
             f"Source: `{a.source}`. Checkpoint rule: **{a.settings.rule}** (the epoch with "
