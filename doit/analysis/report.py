@@ -182,13 +182,25 @@ def _prediction_blocks(a):
     return [("h2", "Prediction"), ("p", txt), ("table", s.round(3))]
 
 
+def complexity_where(features, fitted: str) -> str:
+    """Which items Complexity was measured on, beside those the sensitivities were."""
+    named = features.get("complexity_split")
+    splits = sorted(named.dropna().unique()) if named is not None else []
+    if not splits:
+        return "Complexity's split is not recorded (a `--features` column)."
+    return (
+        f"Complexity was measured on the {', '.join(splits)} items; the sensitivities it "
+        f"explains on the {fitted} items."
+    )
+
+
 def _feature_blocks(a, figures):
     f = a.features
     methods = ", ".join(sorted(f["transference_method"].dropna().unique()))
     notes = (
         "Complexity not measured (run `features --base MODEL --data DOIT_DIR`)."
         if f["complexity"].isna().all()
-        else ""
+        else complexity_where(f, a.settings.split)
     )
     out = [
         ("h2", "Complexity and Transference"),
