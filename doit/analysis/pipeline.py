@@ -151,7 +151,7 @@ class Analysis:
         if not self.ground_truth:
             return None
         measured = self.features.merge(self.sensitivities.table, on="ability", how="left")
-        return feat.planted_correlations(measured, self.ground_truth)
+        return feat.planted_correlations(measured, self.ground_truth, self.sensitivities.replicates)
 
 
 def read_features(path) -> pd.DataFrame:
