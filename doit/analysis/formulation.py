@@ -82,8 +82,8 @@ def max_choice(table: pd.DataFrame, on: str = CHOSEN_ON) -> tuple[dict[str, str]
     """(ability -> the formulation the max rule reads on every split, notes): per ability, the
     formulation with the higher mean score on the split ``on`` over the checkpoints scored
     (non-null) in every formulation of the ability; ties and abilities without such a
-    checkpoint on ``on``: the cells' own formulation (the latter said in a note). Only the
-    rows of ``on`` are read."""
+    checkpoint on ``on``: the cells' own formulation (the latter said in a note). No score of
+    another split is read."""
     own = _own_formulation(table)
     scored = table[table["split"] == on].dropna(subset=["score"])
     formulations = table.groupby("ability")["formulation"].agg(lambda f: sorted(set(f.dropna())))
