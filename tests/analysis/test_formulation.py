@@ -118,3 +118,23 @@ def test_comparison_lists_each_formulation_and_the_max():
     bio = table[table["ability"] == "biology"].iloc[0]
     assert (bio["letter"], bio["text"], bio["max"]) == (25.0, 40.0, 40.0)
     assert comparison(rows()[rows()["formulation"] == "text"]).empty
+
+
+def test_on_a_planted_world_max_never_reads_test_to_choose():
+    """The planted world scored again in text: text is 5 points worse on valid and 5 better on
+    test for every ability (the old per-split max read test in text). Chosen on valid, letter
+    is read on both splits, whatever text scores on test."""
+    import numpy as np
+
+    from doit.analysis.synthetic import planted_world
+
+    letter = planted_world("a", rng=0).table.assign(formulation="letter")
+    shift = np.where(letter["split"] == "valid", -5.0, 5.0)
+    for test_bonus in (5.0, 60.0, -60.0):
+        text = letter.assign(
+            formulation="text",
+            score=(letter["score"] + np.where(shift > 0, test_bonus, shift)).clip(0, 100),
+        )
+        table, _, notes = choose(pd.concat([letter, text], ignore_index=True), None)
+        assert set(table["formulation"]) == {"letter"} and notes == ()
+        assert len(table) == len(letter)
