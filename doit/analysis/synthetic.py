@@ -279,10 +279,10 @@ def oracle_allocation(
 # d_i ~ N(0, item_sd) the item's difficulty (logit), e_c ~ N(0, seed_sd) the cell's training
 # seed effect (one draw per trained cell and ability, shared by its epochs and splits; the
 # untuned n = 0 cells have none), n_other the mean items of each other ability (n in a uniform
-# cell). At n = 0 the score is the base's own
-# untuned score, off chance on either side (the floor may lie below chance). The planted truth
-# (`PlantedWorld.truth`) applies sensitivity.py's definitions to the noise-free expected score
-# averaged over the item-difficulty distribution (Gauss-Hermite quadrature), seed effect 0.
+# cell). At n = 0 the score is the base's own untuned score, off chance on either side (the
+# floor may lie below chance). The planted truth (`PlantedWorld.truth`) applies sensitivity.py's
+# definitions to the noise-free expected score averaged over the item-difficulty distribution
+# (Gauss-Hermite quadrature), seed effect 0. Valid and test are separate item sets.
 
 KINDS = ("smooth", "plateau", "dip", "size_only", "harmful", "interference")
 # The stated distributions the levers are drawn from (points; uniform on each range):
@@ -357,9 +357,10 @@ DESIGNS = {
         n_items=400,
         seeds=2,
     ),
-    "c1": Design("c1", PAPER_BASES, (0, 1, 4, 16, 64, 256, 1000)),
+    "c1": Design("c1", PAPER_BASES, (0, 1, 4, 16, 64, 256, 1000)),  # the study trained 1 seed
     "c3": Design("c3", PAPER_BASES, (0, 1, 4, 16, 64, 256, 1000), seeds=3),
 }
+DESIGNS["c"] = DESIGNS["c1"]  # the study's design as it was run (one seed)
 
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(41)  # E over N(0, 1): sum w f(x)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
@@ -637,7 +638,7 @@ def planted_world(design, abilities=None, seed_sd: float = 0.4, rng=0) -> Plante
         for a, lev in levers.items()
         for split in ("valid", "test")
     }
-    rows, items = [], []
+    rows, keys, items = [], [], []
     for cell in _world_cells(design):
         for a, lev in levers.items():
             effect = rng.normal(0, seed_sd) if cell["n_per_ability"] else 0.0
@@ -646,9 +647,10 @@ def planted_world(design, abilities=None, seed_sd: float = 0.4, rng=0) -> Plante
                 for split in ("valid", "test"):
                     correct = rng.random(design.n_items) < lev.score(eta - difficulty[a, split])
                     rows.append(_world_row(cell, a, lev, epoch, split, correct, len(levers)))
-                    items.append(_item_rows(cell["cell"], a, epoch, split, correct))
+                    keys.append((cell["cell"], epoch, split, a))
+                    items.append(correct)
     table = frame(rows)
-    item_table = pd.concat(items, ignore_index=True).astype(ITEM_COLUMNS)
+    item_table = _item_rows(keys, items)
     return PlantedWorld(
         design, seed_sd, levers, table, item_table, planted_truth(levers, design, seed_sd)
     )
@@ -700,18 +702,21 @@ def _world_row(cell, ability, lev, epoch, split, correct, k) -> dict:
     )
 
 
-def _item_rows(cell, ability, epoch, split, correct) -> pd.DataFrame:
-    m = len(correct)
+def _item_rows(keys: list[tuple], correct: list[np.ndarray]) -> pd.DataFrame:
+    """The per-item rows of every (cell, epoch, split, ability) of ``keys``: item idx i of type
+    ``<ability>_<split>`` is correct[i]."""
+    m = len(correct[0]) if correct else 0
+    cell, epoch, split, ability = (np.repeat(np.asarray(c, object), m) for c in zip(*keys))
     return pd.DataFrame(
         dict(
             cell=cell,
-            epoch=epoch,
+            epoch=epoch.astype(float),
             split=split,
             ability=ability,
-            type=f"{ability}_{split}",
-            idx=np.arange(m),
+            type=ability + "_" + split,
+            idx=np.tile(np.arange(m), len(keys)),
             answer_kind="mc",
-            correct=correct,
+            correct=np.concatenate(correct),
             formulation="letter",
         )
-    )
+    ).astype(ITEM_COLUMNS)
