@@ -270,6 +270,25 @@ class Counts:
             self.m[:, columns],
         )
 
+    def redraw(self, column: int, scores, rng: np.random.Generator) -> np.ndarray:
+        """A fresh observation of point ``column`` per replicate score (points) in ``scores``:
+        its seeds' mean seed draw (its ability's component) on the logit scale, then
+        Binomial(m, p) / m over its m items (a prediction interval's noise)."""
+        p = np.clip(np.asarray(scores, float) / 100, 0, 1)
+        sd = self._seed_reps(str(self.points["ability"].iloc[column]), len(p))
+        if np.any(sd):
+            seeds = int(self.points["seeds"].iloc[column])
+            z = rng.standard_normal((len(p), seeds)).mean(1)
+            p = expit(logit(np.clip(p, 1e-9, 1 - 1e-9)) + sd * z)
+        m = self.items(column)
+        return percent(rng.binomial(m, p), m)
+
+    def _seed_reps(self, ability: str, replicates: int) -> np.ndarray:
+        for c in self.seed_components:
+            if c.ability == ability and len(c.reps) == replicates:
+                return c.reps
+        return np.zeros(replicates)
+
     def items(self, column: int) -> int:
         """The items point ``column`` scored (seeds pooled)."""
         return int(self.points["m"].iloc[column])

@@ -203,6 +203,8 @@ def test_a_single_seed_study_says_its_intervals_cover_items_only(one_seed_study,
         for x in (prior, a)
     )
     assert (wide > narrow).all()
+    wide, narrow = (x.predictions.eval("hi - lo").to_numpy() for x in (prior, a))
+    assert len(wide) and (wide > narrow).all()  # the held-out cell's own seed draw
 
 
 def test_the_seed_sd_flag_is_every_commands_and_refuses_a_negative(one_seed_study, tmp_path):
