@@ -175,6 +175,34 @@ def test_a_difference_of_two_trainings_of_one_recipe_carries_both_seeds():
     assert items_only.difference(i, j).ci() == (0.0, 0.0, 0.0)
 
 
+def test_the_component_is_estimated_with_and_without_per_item_rows():
+    """Ten two-seed worlds: the estimate (item-outcome noise within items, or binomial from
+    the counts alone) is the planted SD on the score's scale, inside its own interval; the
+    untuned bases (no training) get no seed draw."""
+    found = {"paired": [], "binomial": []}
+    for r in range(10):
+        world = planted_world(reduced(2, 400, (0, 16, 256)), SMOOTH, PLANTED_SD, rng=r)
+        selected, planted = select_checkpoints(world.table, "last"), on_score_scale(world)
+        for name, items in (("paired", world.items), ("binomial", None)):
+            counts = bootstrap_counts(selected, items, 50, r)
+            table = counts.seed_table
+            assert counts.resamples == SEEDS
+            assert (
+                (table["seed_sd_lo"] <= table["seed_sd"])
+                & (table["seed_sd"] <= table["seed_sd_hi"])
+            ).all()
+            found[name] += [(sd, planted[a]) for a, sd in zip(table["ability"], table["seed_sd"])]
+        one_seed = bootstrap_counts(selected[selected["seed"] == 0], world.items, 50, r)
+        paired = bootstrap_counts(selected, world.items, 50, r)
+        assert one_seed.resamples == ITEMS  # the same item draws, no seed draws
+        untuned = [
+            np.flatnonzero(c.points["n_per_ability"].eq(0).to_numpy()) for c in (paired, one_seed)
+        ]
+        assert paired.scores(untuned[0]).reps == pytest.approx(one_seed.scores(untuned[1]).reps)
+    for pairs in found.values():
+        assert 0.75 < seed_sd_ratio(pairs) < 1.25, seed_sd_ratio(pairs)
+
+
 @pytest.fixture(scope="module")
 def one_seed_study(tmp_path_factory):
     return planted_world(reduced(1), SMOOTH, PLANTED_SD, rng=0).write(
