@@ -26,7 +26,8 @@ def test_planted_groups_come_back_with_enough_items():
     sens, _ = sensitivities(fit_grid(bootstrap_counts(select_checkpoints(table), items, 300)))
     got = sens.set_index("ability")["group"].to_dict()
     assert got == {a: g for a, (_, g) in PLANTED.items()}
-    assert (sens["mde_data"] < 2).all()  # powered: resistant is not underpowered
+    assert sens["resistant_reachable_data"].all()  # powered: resistant is not underpowered
+    assert (sens["mde_data"] > 2).all()  # responsive means clearing delta, not 0
 
 
 def test_too_few_items_leave_groups_undetermined():
