@@ -149,6 +149,34 @@ def test_reconstruct_is_the_shipped_recipe_on_the_real_pools(planted):
     )
 
 
+def test_reconstruct_cuts_size_driven_to_its_best_n_and_harmed_by_data_to_its_floor(tmp_path):
+    curves = {
+        "code": Curve(a=1.0, b_data=-0.4, b_size=0.0),  # loses 7 points per 4x items
+        "math": Curve(a=-1.0, b_data=0.0, b_size=0.5),  # grows with size only
+        "biology": Curve(a=-2.0, b_data=0.5, b_size=0.3),
+        "history": Curve(a=-2.0, b_data=0.5, b_size=0.3),
+    }
+    bases = {"s": BASES["s"], "l": BASES["l"]}
+    table, _, _ = planted_study(
+        curves, bases=bases, ns=(4, 16, 64, 256), n_items=1000, epochs=(5.0,), per_item=False
+    )
+    table.to_csv(tmp_path / "results.csv", index=False)
+    options = Options(
+        budget=1000,
+        policies=("reconstruct",),
+        pools=dict.fromkeys(curves, 1000),
+        settings=replace(SETTINGS, replicates=100),
+    )
+    result = make(tmp_path / "results.csv", options)
+    groups = result.evidence.groups["group"]
+    assert (groups["code"], groups["math"]) == ("harmed_by_data", "size_driven")
+    counts = result.allocations["reconstruct"].counts
+    best = result.evidence.best_n["math"]
+    assert counts["code"] == 1 and counts["math"] == best  # the floor; the best observed n
+    assert counts["biology"] + counts["history"] == 1000 - 1 - best
+    assert abs(counts["biology"] - counts["history"]) <= 1
+
+
 @pytest.mark.slow
 def test_maximum_and_marginal_handle_resistant_and_saturating_abilities(planted):
     maximum = planted.allocations["maximum"].counts
