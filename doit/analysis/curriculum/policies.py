@@ -10,7 +10,7 @@
   the budget and is left out of equal-budget comparisons.
 - ``marginal``: the allocation that maximises the fitted weighted macro score at the budget
   (`model.ScoreModel`, transfer-aware), solved exactly (`optimise.maximise`); an ability whose
-  data-sensitivity CI lies inside the equivalence margin (``data_class`` resistant) keeps its
+  data-sensitivity 90% CI lies inside the equivalence margin (``data_class`` resistant) keeps its
   floor.
 - ``regression``: the best mixture under the regressed law (`regression`).
 
@@ -245,7 +245,7 @@ def marginal(ev: Evidence) -> Allocation:
     high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
     if resistant:
         notes.append(
-            f"at their floor (data-sensitivity CI inside +-{ev.options.settings.delta:g}): "
+            f"at their floor (data-sensitivity 90% CI inside +-{ev.options.settings.delta:g}): "
             f"{', '.join(resistant)}"
         )
     total = sum(uniform(ev).counts.values())
