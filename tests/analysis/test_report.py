@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from doit.analysis import plots, summary
+from doit.analysis import synthetic as syn
 from doit.analysis.cli import main
 from doit.analysis.pipeline import Analysis
 from doit.analysis.settings import Settings
@@ -68,33 +69,34 @@ def test_run_writes_every_output_and_a_self_contained_report(folder, tmp_path, c
     assert "report.html" in capsys.readouterr().out
 
 
+def classes(line: str) -> dict[str, list[str]]:
+    """``responsive: a, b; harmed: c`` -> {"responsive": ["a", "b"], "harmed": ["c"]}."""
+    return {c: names.split(", ") for c, names in (p.split(": ") for p in line.split("; "))}
+
+
 def test_the_report_and_the_summary_show_each_abilitys_class_per_axis(tmp_path):
     """A clear data effect beside an undecided size effect keeps its data class in what the user
-    reads (its group is undetermined), and a harmful data effect is called harmed."""
-    curves = {
-        "code": Curve(a=1.0, b_data=-0.4, b_size=0.0),  # -7.3 points per 4x items
-        "understanding": Curve(a=-1.0, b_data=0.5, b_size=0.12),  # +8.4; size +2.0, the margin
-    }
-    bases = {"s": BASES["s"], "l": BASES["l"]}
-    table, items, _ = planted_study(curves, bases=bases, ns=(4, 16, 64, 256), n_items=1000)
-    table.to_csv(tmp_path / "results.csv", index=False)
-    items.to_csv(tmp_path / "results.items.csv", index=False)
-    out = tmp_path / "out"
-    args = ["--replicates", "100", "--rule", "last"]
-    assert main(["run", str(tmp_path / "results.csv"), "--out", str(out), *args]) == 0
+    reads (its group is undetermined), and a harmful data effect is called harmed (the planted
+    world of design b: 3 bases x 8, 400 items, 2 seeds)."""
+    world = syn.planted_world("b", {"biology": "smooth", "code": "harmful"}, seed_sd=0.0, rng=22)
+    root, out = world.write(tmp_path / "study"), tmp_path / "out"
+    assert main(["run", str(root), "--out", str(out), "--replicates", "100", "--rule", "last"]) == 0
     md = (out / "report.md").read_text()
     lines = md.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("| ability | data sens"))
-    rows = [line.split(" | ") for line in lines[at : at + 4]]  # header, rule, two abilities
-    cells = {row[0][2:]: dict(zip(rows[0], row)) for row in rows[2:]}
-    assert cells["understanding"]["data class"] == "responsive"
-    assert cells["understanding"]["size class"] == "undetermined"
+    header = lines[at].split(" | ")
+    cells = {
+        r[0][2:]: dict(zip(header, r)) for r in (x.split(" | ") for x in lines[at + 2 : at + 4])
+    }
+    assert cells["biology"]["data class"] == "responsive"
+    assert cells["biology"]["size class"] == "undetermined"
     assert cells["code"]["data class"] == "harmed" and cells["code"]["group"] == "harmed_by_data"
-    assert "Data axis: responsive: understanding; harmed: code." in md
-    a = Analysis(str(tmp_path / "results.csv"), Settings(replicates=100, rule="last"))
-    lines = summary.summary_lines(a, None, 60, out / "report.html")
-    assert "data classes: responsive: understanding; harmed: code" in lines
-    assert "size classes: resistant: code; undetermined: understanding" in lines
+    assert "Data axis: responsive: biology; harmed: code." in md
+    a = Analysis(str(root), Settings(replicates=100, rule="last"))
+    printed = summary.summary_lines(a, None, 60, out / "report.html")
+    assert "data classes: responsive: biology; harmed: code" in printed
+    size = next(line for line in printed if line.startswith("size classes: "))
+    assert classes(size.removeprefix("size classes: "))["undetermined"] == ["biology"]
 
 
 def values(ax) -> set:
