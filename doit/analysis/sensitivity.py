@@ -224,6 +224,18 @@ def axis_decision(point: float, reps, delta: float) -> dict:
     }
 
 
+def short_of(axis: str, point: float, lo: float, hi: float, delta: float) -> str:
+    """Why an undecided axis whose point estimate lies beyond the margin was not called
+    responsive or harmed ("" when its point lies inside the margin)."""
+    if point < -delta <= hi:
+        reach = f"its 95% CI reaches {hi:+.2f}: not harmed"
+        return f"{axis}_sensitivity {point:+.2f} < -{delta:g} but {reach}"
+    if lo <= delta < point:
+        reach = f"its 95% CI reaches {lo:+.2f}: not responsive"
+        return f"{axis}_sensitivity {point:+.2f} > {delta:g} but {reach}"
+    return ""
+
+
 def sensitivities(
     grid: GridFits, delta: float = DELTA, abilities=(), shape: dict | None = None
 ) -> tuple[pd.DataFrame, dict]:
@@ -254,6 +266,11 @@ def sensitivities(
             row["data_class"] = row["size_class"] = UNDETERMINED
         saturates = bool(np.isfinite([sat, sat_lo, sat_hi]).all())
         row["group"] = group(row["data_class"], row["size_class"], saturates)
-        row["note"] = note
+        short = [
+            short_of(axis, *(row[f"{axis}_sensitivity{x}"] for x in ("", "_lo", "_hi")), delta)
+            for axis in AXES
+            if row[f"{axis}_class"] in (UNDETERMINED, NOT_DECIDABLE) and not degenerate
+        ]
+        row["note"] = "; ".join(filter(None, [note, *short]))
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS), reps

@@ -92,7 +92,7 @@ def test_mde_is_power_against_delta_and_one_function_gives_it():
     assert list(reachable) == [True, True, False]  # 1.645 x 1.3 = 2.14 >= delta
 
 
-def test_the_demo_design_cannot_call_size_resistant_and_says_so():
+def test_the_demo_design_cannot_call_size_resistant_nor_code_harmed_and_says_why():
     sens, _, truth = decided("a", 1, 0.4)  # the demo's shape: 2 bases x 2.2, 100 items, 1 seed
     assert not sens["resistant_reachable_size"].any()
     undecided = sens["size_class"].isin(["undetermined", "not decidable with this design"])
@@ -101,3 +101,8 @@ def test_the_demo_design_cannot_call_size_resistant_and_says_so():
     assert not (sens[["data_class", "size_class"]] == "resistant").any(axis=None)  # no false call
     (note,) = [n for n in out_of_reach(sens.reset_index(), 2.0) if "to size" in n]
     assert all(a in note for a in sens.index)
+    code = sens.loc["code"]  # harmful, planted -4.6: its point below -delta, its CI not
+    assert truth.loc["code", "data_class"] == "harmed" and code["data_sensitivity"] < -2
+    assert code["data_class"] != "harmed" and code["data_sensitivity_hi"] > -2
+    assert f"data_sensitivity {code['data_sensitivity']:+.2f} < -2 but its 95% CI" in code["note"]
+    assert code["note"].endswith(f"reaches {code['data_sensitivity_hi']:+.2f}: not harmed")
