@@ -80,6 +80,7 @@ def test_saturating_needs_saturation_n_s_interval_inside_the_grid():
 
 def test_mde_is_power_against_delta_and_one_function_gives_it():
     sens, reps, _ = decided("b", 0)
+    assert list(sens.reset_index().columns) == sensitivity.COLUMNS  # the empty table's header
     for a in sens.index:
         for axis in ("data", "size"):
             se = np.std(reps[a][axis], ddof=1)
