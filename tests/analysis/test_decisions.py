@@ -63,6 +63,7 @@ def test_data_resistant_and_size_responsive_is_size_driven():
     assert (planted == ["resistant", "responsive"]).all(axis=None)  # no false size_driven
 
 
+@pytest.mark.slow  # two worlds of the study's design (n up to 1000): 6 s each
 def test_saturating_needs_saturation_n_s_interval_inside_the_grid():
     inside, _, _ = decided("c1", 4)  # the study's design (n up to 1000, 1 seed)
     rp = inside.loc["role_play"]
