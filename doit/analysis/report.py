@@ -101,7 +101,12 @@ def _detail_blocks(a, figures):
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
     b = [
-        ("p", describe_formulation(a.analysed_rows, a.settings.formulation)),
+        (
+            "p",
+            describe_formulation(
+                a.analysed_rows, a.settings.formulation, a.settings.formulation_split
+            ),
+        ),
         (
             "p",
             f"Source: `{a.source}`. Checkpoint rule: **{a.settings.rule}** (the epoch with "
@@ -185,13 +190,25 @@ def _prediction_blocks(a):
     return [("h2", "Prediction"), ("p", txt), ("table", s.round(3))]
 
 
+def complexity_where(features, fitted: str) -> str:
+    """Which items Complexity was measured on, beside those the sensitivities were."""
+    named = features.get("complexity_split")
+    splits = sorted(named.dropna().unique()) if named is not None else []
+    if not splits:
+        return "Complexity's split is not recorded (a `--features` column)."
+    return (
+        f"Complexity was measured on the {', '.join(splits)} items; the sensitivities it "
+        f"explains on the {fitted} items."
+    )
+
+
 def _feature_blocks(a, figures):
     f = a.features
     methods = ", ".join(sorted(f["transference_method"].dropna().unique()))
     notes = (
         "Complexity not measured (run `features --base MODEL --data DOIT_DIR`)."
         if f["complexity"].isna().all()
-        else ""
+        else complexity_where(f, a.settings.split)
     )
     out = [
         ("h2", "Complexity and Transference"),
@@ -229,7 +246,10 @@ def _feature_blocks(a, figures):
                 "p",
                 "Spearman correlations of the measured features and sensitivities with the "
                 "properties the generator planted (ground_truth.json); planted_data_rank is "
-                "its intended order of data sensitivity (1 the least, 10 the most).",
+                "its intended order of data sensitivity (1 the least, 10 the most). A "
+                "sensitivity's correlation has a 95% interval: the Spearman of every bootstrap "
+                "replicate's sensitivities (interval_over says what is resampled; Complexity and "
+                "Transference have no replicates here).",
             ),
             ("table", a.planted.round(3)),
         ]

@@ -63,15 +63,23 @@ def decisions(a, axis: str) -> str:
     return "; ".join(f"{c}: {', '.join(names)}" for c, names in by_class(a, axis).items())
 
 
-def rank_agreement(a) -> tuple[float, int] | None:
-    """(Spearman of data sensitivity with planted_data_rank, abilities) or None."""
+def rank_agreement(a) -> str | None:
+    """``Spearman 0.42 [0.10, 0.71] (10 abilities; 95% CI over ...)``: the data sensitivities'
+    agreement with planted_data_rank and its interval (`features.planted_correlations`), or
+    None without one."""
     p = a.planted
     if p is None or p.empty:
         return None
     row = p[(p["measured"] == "data_sensitivity") & (p["planted"] == "planted_data_rank")]
     if row.empty or pd.isna(row["spearman"].iloc[0]):
         return None
-    return float(row["spearman"].iloc[0]), int(row["abilities"].iloc[0])
+    r = row.iloc[0]
+    if pd.isna(r["spearman_lo"]):
+        return f"Spearman {r['spearman']:.2f} ({int(r['abilities'])} abilities; no interval)"
+    return (
+        f"Spearman {r['spearman']:.2f} [{r['spearman_lo']:.2f}, {r['spearman_hi']:.2f}] "
+        f"({int(r['abilities'])} abilities; 95% CI over {r['interval_over']})"
+    )
 
 
 def curriculum_gain(differences: pd.DataFrame | None, policy: str = "marginal"):
@@ -125,7 +133,7 @@ def headline(a, gain=None, budget=None, base=None, seeds: int = 1) -> str:
     if rank:
         parts.append(
             f"The measured data sensitivities rank the abilities as the generator "
-            f"planted them at Spearman {rank[0]:.2f} ({rank[1]} abilities)."
+            f"planted them at {rank}."
         )
     if gain is not None:
         text = _gain_text(gain, budget, base, seeds)
@@ -159,7 +167,7 @@ def summary_lines(
         lines += [f"{axis} classes: {decisions(a, axis)}" for axis in AXES]
     rank = rank_agreement(a)
     if rank:
-        lines.append(f"rank agreement with planted_data_rank: Spearman {rank[0]:.2f}")
+        lines.append(f"rank agreement with planted_data_rank: {rank}")
     if gain is not None:
         lines.append("curriculum: " + _gain_text(gain, budget, base, seeds))
     lines.append(f"report: {report}")

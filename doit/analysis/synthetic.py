@@ -279,10 +279,10 @@ def oracle_allocation(
 # d_i ~ N(0, item_sd) the item's difficulty (logit), e_c ~ N(0, seed_sd) the cell's training
 # seed effect (one draw per trained cell and ability, shared by its epochs and splits; the
 # untuned n = 0 cells have none), n_other the mean items of each other ability (n in a uniform
-# cell). At n = 0 the score is the base's own
-# untuned score, off chance on either side (the floor may lie below chance). The planted truth
-# (`PlantedWorld.truth`) applies sensitivity.py's definitions to the noise-free expected score
-# averaged over the item-difficulty distribution (Gauss-Hermite quadrature), seed effect 0.
+# cell). At n = 0 the score is the base's own untuned score, off chance on either side (the
+# floor may lie below chance). The planted truth (`PlantedWorld.truth`) applies sensitivity.py's
+# definitions to the noise-free expected score averaged over the item-difficulty distribution
+# (Gauss-Hermite quadrature), seed effect 0. Valid and test are separate item sets.
 
 KINDS = ("smooth", "plateau", "dip", "size_only", "harmful", "interference")
 # The stated distributions the levers are drawn from (points; uniform on each range):
