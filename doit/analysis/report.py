@@ -15,7 +15,7 @@ from doit.analysis.fits import CRITERION, MEANINGFUL_IC_GAP
 from doit.analysis.formulation import describe as describe_formulation
 from doit.analysis.limits import NEED_PREDICT
 from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
-from doit.analysis.sensitivity import PUBLISHED
+from doit.analysis.sensitivity import AXES, PUBLISHED
 from doit.data import abilities as ab
 from doit.io import atomic_path
 
@@ -61,11 +61,12 @@ def _in_domain(a) -> list[str]:
 def _group_blocks(a):
     s = _published(a.sensitivity, a.ground_truth)
     compact = pd.DataFrame({"ability": s["ability"]})
-    for axis in ("data", "size"):
+    for axis in AXES:
         v, lo, hi = (s[f"{axis}_sensitivity{x}"] for x in ("", "_lo", "_hi"))
         compact[f"{axis} sensitivity [95% CI]"] = [
             "" if pd.isna(x) else summary.ci(x, y, z) for x, y, z in zip(v, lo, hi)
         ]
+        compact[f"{axis} class"] = s[f"{axis}_class"]
         compact[f"MDE {axis}"] = s[f"mde_{axis}"].round(1)
     compact["group"] = s["group"]
     delta = a.settings.delta
@@ -78,11 +79,18 @@ def _group_blocks(a):
             "p",
             "Data sensitivity: fitted points per 4x training items (averaged over bases); "
             "size sensitivity: fitted points per doubling of non-embedding parameters "
-            f"(averaged over n). A factor is responsive when its CI's lower bound exceeds "
-            f"delta = {delta:g} points, resistant when its CI lies inside [-{delta:g}, "
-            f"{delta:g}], otherwise undetermined; MDE is the smallest sensitivity this "
-            "grid and item count would detect (80% power), so an undetermined factor with "
-            "a large MDE is underpowered, not resistant.",
+            f"(averaged over n). Each axis is decided on its own, with margin delta = "
+            f"{delta:g} points: responsive when its 95% CI's lower bound exceeds delta, "
+            f"harmed when its upper bound lies below -{delta:g}, resistant when its 90% CI "
+            f"lies inside [-{delta:g}, {delta:g}] (two one-sided tests), otherwise "
+            "undetermined, or not decidable with this design when the expected 90% "
+            "half-width is at least delta (not even a true zero could be called resistant). "
+            "MDE: the smallest true sensitivity the design calls responsive with 80% "
+            "probability, delta + (z_0.975 + z_0.8) x its bootstrap SE. Groups: "
+            "harmed_by_data (data harmed) and saturating (data responsive, saturation_n's "
+            "95% CI inside the grid) from the data axis alone; then responsive_both, "
+            "resistant_size (data responsive, size resistant), size_driven (data resistant, "
+            "size responsive), resistant_both; any other pair undetermined.",
         ),
         ("table", compact),
     ]

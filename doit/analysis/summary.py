@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from doit.analysis.bootstrap import ITEMS, SEEDS
+from doit.analysis.sensitivity import AXES, CLASSES
 from doit.data import abilities as ab
 
 SYNTHETIC = (
@@ -48,6 +49,19 @@ def group_agreement(a) -> tuple[int, int, int] | None:
     have = [k for k in planted if k in s.index]
     agree = sum(s[k] == planted[k] for k in have)
     return agree, len(have), sum(s[k] == "undetermined" for k in have)
+
+
+def by_class(a, axis: str) -> dict[str, list[str]]:
+    """The abilities of each ``axis`` class ("data" or "size"), in `sensitivity.CLASSES`'
+    order; a class no ability has is left out."""
+    s = a.sensitivity
+    found = {c: list(s.loc[s[f"{axis}_class"] == c, "ability"]) for c in CLASSES}
+    return {c: names for c, names in found.items() if names}
+
+
+def decisions(a, axis: str) -> str:
+    """``responsive: biology, ethics; harmed: code``: every ability's class on ``axis``."""
+    return "; ".join(f"{c}: {', '.join(names)}" for c, names in by_class(a, axis).items())
 
 
 def rank_agreement(a) -> str | None:
@@ -124,8 +138,15 @@ def headline(a, gain=None, budget=None, base=None, seeds: int = 1) -> str:
         agree, total, undetermined = groups
         parts.append(
             f"{agree} of {total} abilities fall in their planted group "
-            f"({undetermined} undetermined: their CIs neither exceed nor lie inside the "
-            "margin; the MDE column says how large an effect the grid could see)."
+            f"({undetermined} undetermined: their two classes name no group; the MDE "
+            "columns say how large an effect the design calls responsive)."
+        )
+    if len(a.sensitivity):
+        delta = a.settings.delta
+        parts.append(
+            f"Each ability's class per axis (margin delta = {delta:g} points; resistant: the "
+            f"90% CI inside [-{delta:g}, {delta:g}]). "
+            + " ".join(f"{axis.capitalize()} axis: {decisions(a, axis)}." for axis in AXES)
         )
     rank = rank_agreement(a)
     if rank:
@@ -166,6 +187,8 @@ def summary_lines(
     groups = group_agreement(a)
     if groups:
         lines.append(f"groups: {groups[0]} of {groups[1]} as planted ({groups[2]} undetermined)")
+    if len(a.sensitivity):
+        lines += [f"{axis} classes: {decisions(a, axis)}" for axis in AXES]
     rank = rank_agreement(a)
     if rank:
         lines.append(f"rank agreement with planted_data_rank: {rank}")
