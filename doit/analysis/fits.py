@@ -366,6 +366,7 @@ class SeriesFit:
     ic: dict = field(default_factory=dict)  # form -> BIC
     reps: dict = field(default_factory=dict)  # form -> (R, P)
     notes: dict = field(default_factory=dict)  # form -> what failed or is degenerate
+    dispersion: float = 1.0  # the criterion's overdispersion (``_dispersion``)
     chosen: str = ""
     forms: tuple = FORMS  # the forms fitted (`forms_for` the number of points)
     choice: np.ndarray | None = None  # (R,) index into ``forms``
@@ -437,25 +438,46 @@ def fit_series(
     fit = SeriesFit(x=x, t=t, k=k, m=m, chance=float(chance), log_base=log_base, floor_obs=floor)
     fit.forms = forms_for(fit.n_points)
     items, centre, const = float(m.sum()), float(t.mean()), binomial_constant(k, m)
-    rep_ic = []
+    full, rep_ll = {}, {}
     for form in fit.forms:
         th = fit_point(form, t - centre, k, m, floor)
-        ll = float(loglik(form, th, t - centre, k, m))
-        full = float(loglik(form, th, t - centre, k, m, floor.k, floor.m))
         fit.theta[form] = _uncentre(th, centre)
-        fit.ll[form] = ll + const
-        fit.ic[form] = float(information(full, form, items)) if np.isfinite(full) else np.inf
+        fit.ll[form] = float(loglik(form, th, t - centre, k, m)) + const
+        full[form] = float(loglik(form, th, t - centre, k, m, floor.k, floor.m))
         if k_reps is not None:
             reps = fit_replicates(form, t - centre, k_reps, m_reps, floor, th)
             k0, m0 = floor.replicates(len(reps))
-            rep_ll = loglik(form, reps, (t - centre)[None], k_reps, m_reps, k0, m0)
-            rep_ic.append(np.where(np.isfinite(rep_ll), information(rep_ll, form, items), np.inf))
+            rep_ll[form] = loglik(form, reps, (t - centre)[None], k_reps, m_reps, k0, m0)
             fit.reps[form] = _uncentre(reps, centre)
+    fit.dispersion = _dispersion(fit)
+    for form in fit.forms:
+        ll = full[form] / fit.dispersion
+        fit.ic[form] = float(information(ll, form, items)) if np.isfinite(ll) else np.inf
         fit.notes[form] = _notes(fit, form)
     fit.chosen = min(fit.forms, key=lambda f: fit.ic[f])
     if k_reps is not None:
+        rep_ic = [
+            np.where(
+                np.isfinite(rep_ll[f]), information(rep_ll[f] / fit.dispersion, f, items), np.inf
+            )
+            for f in fit.forms
+        ]
         fit.choice = np.argmin(np.stack(rep_ic), 0)
     return fit
+
+
+def _dispersion(fit: SeriesFit) -> float:
+    """Pearson's chi-square over its degrees of freedom for the most flexible form fitted (the
+    free ceiling; at least 1): how much more the points scatter than their items alone explain
+    (a training-seed effect per cell does). The criterion divides every log-likelihood by it
+    (quasi-likelihood, as QAIC does), so scatter from seeds does not buy the free ceiling its
+    parameter. Without the free ceiling the two-parameter forms are ranked by likelihood, which
+    a common divisor does not change."""
+    if "ceiling" not in fit.forms:
+        return 1.0
+    p = probability("ceiling", fit.theta["ceiling"], fit.t)
+    chi2 = float((((fit.k - fit.m * p) ** 2) / (fit.m * p * (1 - p))).sum())
+    return max(1.0, chi2 / (fit.n_points - CURVE_PARAMS["ceiling"]))
 
 
 def _notes(fit: SeriesFit, form: str) -> list[str]:
