@@ -288,33 +288,47 @@ def _pivots(t, k, m, theta, iters: int = 30) -> np.ndarray:
 
 def _scoring(form: str, t, k, m, k0, m0, theta0, iters: int) -> np.ndarray:
     t = np.asarray(t, float)[None, :]
-    n_par, sigmoid = N_PARAMS[form], form in SIGMOID
+    n_par = N_PARAMS[form]
     theta = np.broadcast_to(np.asarray(theta0, float), (k.shape[0], n_par)).copy()
-    kk, mm = (np.column_stack([a, b]) if sigmoid else a for a, b in ((k, k0), (m, m0)))
     ll = loglik(form, theta, t, k, m, k0, m0)
-    ridge = 2 * RIDGE * np.eye(n_par)
+    live = np.arange(len(theta))  # the replicates still moving
     for _ in range(iters):
-        g, h = _score_and_information(form, theta, t, kk, mm, sigmoid)
-        g, h = g - 2 * RIDGE * theta, h + ridge
-        if sigmoid:  # b held at its bound 0 where the likelihood wants it lower
-            held = (theta[:, 1] <= 0) & (g[:, 1] < 0)
-            g[held, 1], h[held, 1, :], h[held, :, 1], h[held, 1, 1] = 0.0, 0.0, 0.0, 1.0
-        step = np.clip(np.linalg.solve(h + 1e-12 * np.eye(n_par), g[..., None])[..., 0], -3, 3)
-        for _ in range(8):  # step halving where the likelihood would fall
-            new = theta + step
-            if sigmoid:
-                new[:, 1] = np.maximum(new[:, 1], 0.0)
-            ll_new = loglik(form, new, t, k, m, k0, m0)
-            worse = ll_new < ll - 1e-10
-            if not worse.any():
-                break
-            step[worse] *= 0.5
-        keep = ll_new >= ll - 1e-10
-        moved = np.abs(new - theta).max(1)
-        theta[keep], ll[keep] = new[keep], ll_new[keep]
-        if not (keep & (moved > 1e-8)).any():
+        rows = (theta[live], k[live], m[live], k0[live], m0[live])
+        new, ll_new = _step(form, t, *rows, ll[live])
+        keep = ll_new >= ll[live] - 1e-10
+        moved = np.abs(new - theta[live]).max(1) > 1e-8
+        theta[live[keep]], ll[live[keep]] = new[keep], ll_new[keep]
+        live = live[keep & moved]
+        if not len(live):
             break
     return theta
+
+
+def _step(form, t, theta, k, m, k0, m0, ll):
+    """One Fisher-scoring step for the rows given, halved where the likelihood would fall:
+    (new parameters, their log-likelihood)."""
+    n_par, sigmoid = N_PARAMS[form], form in SIGMOID
+    kk, mm = (np.column_stack([a, b]) if sigmoid else a for a, b in ((k, k0), (m, m0)))
+    g, h = _score_and_information(form, theta, t, kk, mm, sigmoid)
+    g, h = g - 2 * RIDGE * theta, h + 2 * RIDGE * np.eye(n_par)
+    if sigmoid:  # b held at its bound 0 where the likelihood wants it lower
+        held = (theta[:, 1] <= 0) & (g[:, 1] < 0)
+        g[held, 1], h[held, 1, :], h[held, :, 1], h[held, 1, 1] = 0.0, 0.0, 0.0, 1.0
+    step = np.clip(np.linalg.solve(h + 1e-12 * np.eye(n_par), g[..., None])[..., 0], -3, 3)
+    new = theta + step
+    if sigmoid:
+        new[:, 1] = np.maximum(new[:, 1], 0.0)
+    ll_new = loglik(form, new, t, k, m, k0, m0)
+    for _ in range(8):
+        worse = np.flatnonzero(ll_new < ll - 1e-10)
+        if not len(worse):
+            break
+        step[worse] *= 0.5
+        new[worse] = theta[worse] + step[worse]
+        if sigmoid:
+            new[worse, 1] = np.maximum(new[worse, 1], 0.0)
+        ll_new[worse] = loglik(form, new[worse], t, k[worse], m[worse], k0[worse], m0[worse])
+    return new, ll_new
 
 
 def _score_and_information(form, theta, t, k, m, floor: bool):
