@@ -17,7 +17,7 @@ from doit.analysis.curriculum.regression import lightgbm_module
 from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.data import abilities as ab
 from doit.data.mixes import load_mix, resolve_counts
-from doit.grid.random_mixes import draw
+from tests.analysis.studies import mix_study
 
 KEYS = ab.ABILITY_KEYS
 POOLS = ",".join(f"{k}=1000" for k in KEYS)
@@ -27,26 +27,7 @@ POOLS = ",".join(f"{k}=1000" for k in KEYS)
 def tables(tmp_path_factory):
     """A small planted study with leave-one-out cells, and the same without them or mixes."""
     tmp = tmp_path_factory.mktemp("cli")
-    curves = {
-        k: Curve(a=-2.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.0, transference=0.3)
-        for i, k in enumerate(KEYS)
-    }
-    mixes = {
-        f"random-s0-{i:03d}": m
-        for i, m in enumerate(draw(dict.fromkeys(KEYS, 1000), 14, 640, 1.0, 0))
-    }
-    table, _, _ = planted_study(
-        curves,
-        bases={"s": BASES["s"]},
-        ns=(4, 16, 64, 256),
-        n_items=100,
-        loo_ns=(64,),
-        epochs=(5.0,),
-        per_item=False,
-        rng=0,
-        mixes=mixes,
-        tokens=dict.fromkeys(KEYS, 10.0),
-    )
+    table = mix_study(tokens=True)
     full, plain = tmp / "full.csv", tmp / "plain.csv"
     table.to_csv(full, index=False)
     keep = table["excluded_ability"].isna() & (table["construction"] != "mix")

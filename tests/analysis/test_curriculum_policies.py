@@ -16,10 +16,9 @@ from doit.analysis.cli import build_parser, main
 from doit.analysis.curriculum import Options, make, policies
 from doit.analysis.curriculum.options import SETTINGS
 from doit.analysis.curriculum.policies import REGISTRY, Allocation, Policy, Predictor
-from doit.analysis.synthetic import BASES, Curve, planted_study
 from doit.data import abilities as ab
 from doit.data.mixes import load_mix, resolve_counts
-from doit.grid.random_mixes import draw
+from tests.analysis.studies import mix_study
 
 KEYS = ab.ABILITY_KEYS
 POOLS = ",".join(f"{k}=1000" for k in KEYS)
@@ -29,25 +28,7 @@ BUDGET = 640
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     """A small planted study with leave-one-out and random-mix cells (a results table)."""
-    curves = {
-        k: Curve(a=-2.5 + 0.2 * i, b_data=0.1 * (i % 5), b_size=0.0, transference=0.3)
-        for i, k in enumerate(KEYS)
-    }
-    mixes = {
-        f"random-s0-{i:03d}": m
-        for i, m in enumerate(draw(dict.fromkeys(KEYS, 1000), 14, BUDGET, 1.0, 0))
-    }
-    table, _, _ = planted_study(
-        curves,
-        bases={"s": BASES["s"]},
-        ns=(4, 16, 64, 256),
-        n_items=100,
-        loo_ns=(64,),
-        epochs=(5.0,),
-        per_item=False,
-        rng=0,
-        mixes=mixes,
-    )
+    table = mix_study()
     path = tmp_path_factory.mktemp("policies") / "results.csv"
     table.to_csv(path, index=False)
     return path
