@@ -13,6 +13,7 @@ from doit.analysis.curriculum.model import point_curve, replicate_curve
 from doit.analysis.fits import fit_grid, fit_series, fits_table
 from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import sensitivities
+from doit.analysis.synthetic import planted_world
 from doit.grid.results import frame
 
 X5 = 4.0 ** np.arange(5)  # n = 1 ... 256
@@ -217,3 +218,20 @@ def test_no_interval_in_the_world_has_zero_width():
         both = table[[f"{col}_lo", f"{col}_hi"]].dropna()
         assert (both[f"{col}_lo"] < both[f"{col}_hi"]).all(), col
     assert isinstance(table, pd.DataFrame)
+
+
+def test_on_the_planted_world_every_data_curve_starts_at_its_untuned_score():
+    """The planted world (design a: per-item difficulty, seed_sd 0.4, untuned scores off chance,
+    a harmful ability): every data curve's score at n = 0, as the curriculum reads it, lies in
+    its untuned cell's interval (a floor fixed at chance put all of them at chance)."""
+    world = planted_world("a", seed_sd=0.4, rng=7)
+    counts = bootstrap_counts(select_checkpoints(world.table), world.items, 200)
+    grid = fit_grid(counts)
+    outside = []
+    for (ability, base, _), fit in grid.data.items():
+        untuned = counts.points.query("ability == @ability and base == @base and n_total == 0")
+        lo, hi = counts.score(int(untuned.index[0])).interval()
+        start, _ = _towards_zero(fit)
+        if not lo - 1 <= start <= hi + 1:
+            outside.append((ability, base, round(start, 1), round(lo, 1), round(hi, 1)))
+    assert len(grid.data) == 20 and not outside, outside
