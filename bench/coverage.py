@@ -57,10 +57,12 @@ BEFORE = "dd20afd90735f52d809ed293227b8f1a95a4cfe4"  # main when #29 began: the 
 DESIGN_ORDER = ("a", "b", "c1", "c3")
 SEED_SDS = (0.0, 0.4)
 PRIOR_SCALES = (0.5, 2.0)  # the prior --seed-sd as a multiple of the planted seed_sd
-# Linear in N: one world index costs about 41 CPU s on the current engine's core (every row,
-# priors included) and 24 on the old engine's, side by side (doit/analysis/README.md, "Coverage
-# and decision accuracy"): 20 x 41 s = 14 min of the 25-minute budget on 2 idle cores.
-DEFAULT_STUDIES = 20
+# Linear in N: --studies 3 took 156 CPU s in this process (8 rows, no prior rows: 52 s a world
+# index, worlds written here too), the old engine's side by side on the other core less; the 4
+# prior rows add about 12 s: 64 s x 15 = 16 min of the 25-minute budget on 2 idle cores, room
+# for an engine 1.5x slower (doit/analysis/README.md, "Coverage and decision accuracy").
+DEFAULT_STUDIES = 15
+OLD_CPU: list[float] = []  # CPU seconds of each old-engine subprocess
 README = REPO / "doit" / "analysis" / "README.md"
 BEGIN, END = "<!-- coverage-bench:begin -->", "<!-- coverage-bench:end -->"
 
@@ -137,7 +139,8 @@ for folder, out in jobs:
     with contextlib.redirect_stdout(io.StringIO()):
         rc = main(["fit", folder, "--out", out, "--overwrite", "--replicates", replicates])
     assert rc == 0, f"fit failed on {folder} (exit {rc})"
-open(timing, "w").write(json.dumps((time.perf_counter() - start) / len(jobs)))
+wall = (time.perf_counter() - start) / len(jobs)
+open(timing, "w").write(json.dumps({"wall": wall, "cpu": time.process_time()}))
 """
 
 
@@ -256,8 +259,9 @@ def bench(rows: list[Row], args, root: Path, tree: Path | None) -> list[dict]:
                 raise SystemExit(f"the old engine failed: {root / 'before' / row.name / 'log.txt'}")
             old = root / "before" / row.name
             took = json.loads((old / "seconds.json").read_text())
+            OLD_CPU.append(took["cpu"])
             results.append(
-                dict(row=row, engine="before", counts=measure(folders, old), seconds=took)
+                dict(row=row, engine="before", counts=measure(folders, old), seconds=took["wall"])
             )
         after = dict(row=row, engine="after", seconds=seconds)
         results.append({**after, "counts": measure(folders, root / "after" / row.name)})
@@ -298,11 +302,15 @@ def run() -> int:
         print(markdown([]), flush=True)
         results = bench(rows, args, root, tree)
     took = time.perf_counter() - start
+    cpu = (
+        f"CPU: {time.process_time() / 60:.1f} min this process, "
+        f"{sum(OLD_CPU) / 60:.1f} the old engine's"
+    )
     command = f"python bench/coverage.py --studies {args.studies} --replicates {args.replicates}"
     text = "\n".join(
         [
             f"`{command}` (before: {before or 'not run'}; after: {after}); "
-            f"{len(rows)} rows x {args.studies} worlds, {took / 60:.1f} min in all.",
+            f"{len(rows)} rows x {args.studies} worlds, {took / 60:.1f} min in all ({cpu}).",
             "",
             markdown(results),
         ]

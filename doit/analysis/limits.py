@@ -109,9 +109,10 @@ def study_notes(a) -> list[str]:
         )
     if s["untuned"]:
         notes.append(
-            "n = 0 (untuned base) cells are not fitted (log 0 is undefined); they are "
-            "drawn at the left edge of the data figures and anchor the transference "
-            "proxy."
+            "n = 0 (untuned base) cells are no point on the log-n axis (log 0 is "
+            "undefined): each is its base's data curves' floor (their n -> 0 value, "
+            "resampled with the other points), drawn at the left edge of the data "
+            "figures, and the reference of the transference proxy."
         )
     stuck = [r["ability"] for _, r in a.sensitivity.iterrows() if "no item variance" in r["note"]]
     if stuck:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.bootstrap import Counts, interval
-from doit.analysis.fits import fit_series, same_n_rows
+from doit.analysis.fits import fit_series, same_n_rows, untuned_floor
 
 LADDER_WITHIN, LADDER_HARD_MAE = 2.0, 6.9  # Bhagia et al. (2024)
 COLUMNS = [
@@ -57,7 +57,12 @@ def _holdout(counts, block, column, log_base, name, rng) -> list[dict]:
     train, test = block.index[~target].to_numpy(), block.index[target].to_numpy()
     tr, t = counts.points.loc[train], counts.tally(train)
     chance = float(tr["chance"].mean()) / 100
-    fit = fit_series(tr[column], t.correct, t.items, chance, t.correct_reps, t.items_reps, log_base)
+    floor = None  # the size axis: the chance prior; the data axis: the base's untuned cell
+    if column == "n_per_ability":
+        floor = untuned_floor(counts, tr["ability"].iloc[0], tr["base"].iloc[0])
+    fit = fit_series(
+        tr[column], t.correct, t.items, chance, t.correct_reps, t.items_reps, log_base, floor
+    )
     out = []
     for i in test:
         row = counts.points.loc[i]

@@ -626,6 +626,8 @@ def planted_world(design, abilities=None, seed_sd: float = 0.4, rng=0) -> Plante
     """A planted study of ``design`` (a `Design` or a key of DESIGNS): ``abilities`` maps
     ability -> kind (KINDS; its levers drawn by `draw_levers`) or -> `Levers` (used as they are);
     default DEFAULT_KINDS. ``seed_sd``: the training-seed effect's SD (logit)."""
+    if isinstance(design, str) and design not in DESIGNS:
+        raise ValueError(f"planted world design {design!r}: one of {', '.join(DESIGNS)}")
     design = DESIGNS[design] if isinstance(design, str) else design
     rng = np.random.default_rng(rng)
     kinds = DEFAULT_KINDS if abilities is None else abilities

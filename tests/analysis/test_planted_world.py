@@ -110,3 +110,10 @@ def test_a_written_world_runs_through_the_whole_analysis(tmp_path):
     assert (tmp_path / "out" / "report.md").is_file()
     with pytest.raises(OutputError, match="not empty"):
         world.write(study)
+
+
+def test_an_unknown_design_or_kind_is_named():
+    with pytest.raises(ValueError, match="design 'z': one of a, b, c1, c3, c"):
+        syn.planted_world("z")
+    with pytest.raises(ValueError, match="kind 'flat': one of smooth"):
+        syn.planted_world("a", {"biology": "flat"})
