@@ -63,14 +63,29 @@ def test_data_resistant_and_size_responsive_is_size_driven():
     assert (planted == ["resistant", "responsive"]).all(axis=None)  # no false size_driven
 
 
-@pytest.mark.slow  # two worlds of the study's design (n up to 1000): 6 s each
+def saturated(n_items: int):
+    """Sensitivities of two steep planted curves (both reach ~100 inside n = 1..1024)."""
+    curves = {
+        "role_play": syn.Curve(a=-4.0, b_data=2.5, b_size=0.0),
+        "history": syn.Curve(a=-3.0, b_data=1.5, b_size=0.0),
+    }
+    table, items, _ = syn.planted_study(curves, n_items=n_items, ns=(1, 4, 16, 64, 256, 1024))
+    counts = bootstrap_counts(select_checkpoints(table, rule="last"), items, REPLICATES)
+    return sensitivities(fit_grid(counts))[0].set_index("ability")
+
+
+@pytest.mark.slow  # a world of the study's design (n up to 1000): 6 s
 def test_saturating_needs_saturation_n_s_interval_inside_the_grid():
-    inside, _, _ = decided("c1", 4)  # the study's design (n up to 1000, 1 seed)
-    rp = inside.loc["role_play"]
-    assert rp["saturation_n_lo"] <= rp["saturation_n"] <= rp["saturation_n_hi"] <= 1000
-    assert rp["group"] == "saturating"  # whatever its size class (the data axis alone)
+    inside = saturated(400)
+    for ability in ("role_play", "history"):
+        row = inside.loc[ability]
+        assert row["saturation_n_lo"] <= row["saturation_n"] <= row["saturation_n_hi"] <= 1024
+        assert row["group"] == "saturating"  # whatever its size class (the data axis alone)
+    history = saturated(100).loc["history"]  # fewer items: the point saturates, the CI's top not
+    assert history["saturation_n"] < 1024 and np.isnan(history["saturation_n_hi"])
+    assert history["data_class"] == "responsive" and history["group"] != "saturating"
     open_top, _, _ = decided("c1", 1)
-    bio = open_top.loc["biology"]  # the point saturates inside the grid, the interval's top not
+    bio = open_top.loc["biology"]  # the planted world: the point inside the grid, the top not
     assert bio["saturation_n"] < 1000 and np.isnan(bio["saturation_n_hi"])
     assert bio["data_class"] == "responsive" and bio["group"] != "saturating"
     for sens in (inside, open_top):
