@@ -57,11 +57,12 @@ BEFORE = "dd20afd90735f52d809ed293227b8f1a95a4cfe4"  # main when #29 began: the 
 DESIGN_ORDER = ("a", "b", "c1", "c3")
 SEED_SDS = (0.0, 0.4)
 PRIOR_SCALES = (0.5, 2.0)  # the prior --seed-sd as a multiple of the planted seed_sd
-# Linear in N: --studies 3 took 156 CPU s in this process (8 rows, no prior rows: 52 s a world
-# index, worlds written here too), the old engine's side by side on the other core less; the 4
-# prior rows add about 12 s: 64 s x 15 = 16 min of the 25-minute budget on 2 idle cores, room
-# for an engine 1.5x slower (doit/analysis/README.md, "Coverage and decision accuracy").
-DEFAULT_STUDIES = 15
+# Linear in N: --studies 8 took 3.7 CPU min in this process (8 rows without the prior rows,
+# worlds written here too: 28 s a world index) and 3.3 in the old engine's, side by side on the
+# other core; the 4 prior rows add about 12 s: 20 x 40 s = 13 min of the 25-minute budget on 2
+# idle cores, room for an engine 1.9x slower (doit/analysis/README.md, "Coverage and decision
+# accuracy").
+DEFAULT_STUDIES = 20
 OLD_CPU: list[float] = []  # CPU seconds of each old-engine subprocess
 README = REPO / "doit" / "analysis" / "README.md"
 BEGIN, END = "<!-- coverage-bench:begin -->", "<!-- coverage-bench:end -->"
