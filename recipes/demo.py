@@ -193,15 +193,20 @@ def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
 
 def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
     """The study's analysis on test (the rule `last`), Complexity measured on the smaller base
-    as the cells were asked (their formulation), every table written; returns the Analysis."""
-    from doit.analysis.cli import measure_complexity, write_tables
+    as the cells were asked (their formulation) on valid (the split disjoint from the
+    sensitivities'), every table written; returns the Analysis."""
+    from doit.analysis.cli import complexity_split, measure_complexity, write_tables
     from doit.analysis.pipeline import Analysis, load_truth
     from doit.analysis.settings import Settings
 
-    complexity = measure_complexity(
-        str(grid.bases[0].resolved), str(data), grid.bases[0].chat_format, grid.formulations[0]
-    )
     settings = Settings(rule="last", replicates=replicates)
+    complexity = measure_complexity(
+        str(grid.bases[0].resolved),
+        str(data),
+        grid.bases[0].chat_format,
+        grid.formulations[0],
+        complexity_split(settings.split),
+    )
     analysis = Analysis(str(study), settings, complexity=complexity, ground_truth=load_truth(data))
     write_tables(analysis, out)
     return analysis

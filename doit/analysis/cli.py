@@ -184,7 +184,11 @@ def run(args) -> int:
     if args.base:  # measured as the analysed cells were asked (their formulation)
         trained = sorted(a.table["cell_formulation"].dropna().unique())
         measured = measure_complexity(
-            args.base, args.data, args.chat_format, trained[0] if len(trained) == 1 else LETTER
+            args.base,
+            args.data,
+            args.chat_format,
+            trained[0] if len(trained) == 1 else LETTER,
+            complexity_split(settings.split),
         )
         a = replace(a, complexity=measured)
     out, step = args.out, args.step
@@ -358,8 +362,21 @@ def ladder(args) -> int:
     return 0
 
 
-def measure_complexity(base: str, data: str | None, chat_format: str, formulation: str = LETTER):
-    """Complexity on the test items as the analysed cells were asked them (``formulation``)."""
+def complexity_split(fitted: str) -> str:
+    """The split Complexity is measured on: valid, disjoint from the test items the
+    sensitivities it explains are measured on (test when they are fitted on valid)."""
+    return "test" if fitted == "valid" else "valid"
+
+
+def measure_complexity(
+    base: str,
+    data: str | None,
+    chat_format: str,
+    formulation: str = LETTER,
+    split: str = "valid",
+):
+    """Complexity on the ``split`` items (`complexity_split`) as the analysed cells were asked
+    them (``formulation``); its ``complexity_split`` column names the split."""
     if not data:
         raise ValueError("--base needs --data DOIT_DIR (the items to rank)")
     from doit.analysis.features import complexity
@@ -371,10 +388,10 @@ def measure_complexity(base: str, data: str | None, chat_format: str, formulatio
     model, tokenizer = load_for_inference(base, chat_format=chat_format)
     items = [
         ak.formulate(it, formulation)
-        for it in load_items(data, "test")
+        for it in load_items(data, split)
         if it["ability"] in ab.ABILITY_KEYS
     ]
-    return complexity(model, tokenizer, items)
+    return complexity(model, tokenizer, items).assign(complexity_split=split)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+from scipy.stats import rankdata
 
 from doit.analysis.bootstrap import Counts, Estimate, intervals
 from doit.analysis.fits import same_n_rows
@@ -260,8 +260,19 @@ PLANTED = {
 }
 
 
-def planted_correlations(measured: pd.DataFrame, truth: dict) -> pd.DataFrame:
-    """Spearman correlations of measured features with a micro corpus's planted properties."""
+AXES = {"data_sensitivity": "data", "size_sensitivity": "size"}  # sensitivity -> replicate key
+RESAMPLED = "the sensitivities' bootstrap replicates (items, and seeds where a point has >= 2)"
+NOT_RESAMPLED = "none: the measured feature has no bootstrap replicates"
+
+
+def planted_correlations(
+    measured: pd.DataFrame, truth: dict, replicates: dict | None = None
+) -> pd.DataFrame:
+    """Spearman correlations of measured features with a micro corpus's planted properties;
+    for a sensitivity, with the 95% interval of the Spearman of every bootstrap replicate's
+    sensitivities (``replicates``: ability -> {"data", "size"} replicate arrays, the
+    sensitivities'; one interval rule, `bootstrap.interval`), ``interval_over`` saying what
+    it resamples."""
     planted = pd.DataFrame(
         [
             {"ability": a, **{k: _num(v.get(k)) for ks in PLANTED.values() for k in ks}}
@@ -274,12 +285,44 @@ def planted_correlations(measured: pd.DataFrame, truth: dict) -> pd.DataFrame:
         for t in theirs:
             if mine not in df or t not in df:
                 continue
-            d = df[[mine, t]].dropna()
-            rho = (
-                spearmanr(d[mine], d[t]).statistic if len(d) >= 3 and d[t].nunique() > 1 else np.nan
-            )
-            rows.append({"measured": mine, "planted": t, "abilities": len(d), "spearman": rho})
+            d = df[["ability", mine, t]].dropna()
+            agreement = _agreement(d, mine, t, replicates or {})
+            rows.append({"measured": mine, "planted": t, "abilities": len(d), **agreement})
     return pd.DataFrame(rows)
+
+
+def _agreement(d: pd.DataFrame, mine: str, planted: str, replicates: dict) -> dict:
+    """The Spearman of ``d[mine]`` with ``d[planted]``, its interval over the replicates of
+    ``mine`` (a sensitivity with replicates for every ability of ``d``) and what they resample."""
+    out = {"spearman": np.nan, "spearman_lo": np.nan, "spearman_hi": np.nan}
+    out["interval_over"] = NOT_RESAMPLED
+    if len(d) < 3 or d[planted].nunique() < 2:
+        return out
+    reference = d[planted].to_numpy(float)
+    out["spearman"] = rank_correlations(d[[mine]].to_numpy(float).T, reference)[0]
+    axis = AXES.get(mine)
+    reps = [replicates.get(a, {}).get(axis) for a in d["ability"]] if axis else [None]
+    if any(r is None for r in reps):
+        return out
+    per_replicate = rank_correlations(np.column_stack(reps), reference)
+    out["spearman_lo"], out["spearman_hi"] = Estimate(out["spearman"], per_replicate).interval()
+    out["interval_over"] = RESAMPLED
+    return out
+
+
+def rank_correlations(reps: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """The Spearman correlation of each row of ``reps`` (R, n) with ``reference`` (n,) (ties:
+    average ranks, as `scipy.stats.spearmanr`); NaN for a row with a NaN or a constant row.
+    Rounded to 12 decimals: over n abilities it takes few values, and replicates that equal the
+    point must compare equal to it (the interval's bias correction counts them)."""
+    ranks = rankdata(reps, axis=1)
+    ref = rankdata(reference)
+    a = ranks - ranks.mean(1, keepdims=True)
+    b = ref - ref.mean()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = (a @ b) / np.sqrt((a**2).sum(1) * (b**2).sum())
+    rho[np.isnan(reps).any(1)] = np.nan
+    return np.round(rho, 12)
 
 
 def _num(v):

@@ -5,9 +5,13 @@ A cell's checkpoints may be scored in several formulations (the grid's ``eval_fo
 Everything downstream (selection, bootstrap, fits) reads one row per (cell, epoch, split,
 ability), chosen here by a rule (``FORMULATION_RULES``):
 
-- ``max`` (the default): OLMES's rule (Gu et al., 2024): of the formulations a checkpoint was
-  scored in, the one with the higher score, per ability and split (ties: the cell's own);
-  a study scored in one formulation is read as it is;
+- ``max`` (the default): OLMES's rule (Gu et al., 2024), chosen on one split (``on``, the
+  setting ``formulation_split``, default valid) and applied to every split, so that no split is
+  read in the formulation that scored best on it: per ability, the formulation with the higher
+  mean score on that split over the checkpoints (every cell and epoch) scored in each of them
+  (ties: the cells' own). An ability without such a checkpoint on that split (a benchmark
+  split's, or one valid never scored in both) is read in the cells' own formulation, said in a
+  note. A study scored in one formulation is read as it is;
 - a formulation's name: only the rows scored in it.
 
 The per-item rows follow the chosen rows, so the paired bootstrap resamples the items of the
@@ -28,6 +32,7 @@ from doit.data.kinds import FORMULATIONS
 MAX = "max"
 FORMULATION_RULES = (MAX, *FORMULATIONS)
 KEY = ["cell", "epoch", "split", "ability"]
+CHOSEN_ON = "valid"  # the split the max rule chooses on unless asked otherwise
 
 
 def choose(
@@ -35,22 +40,20 @@ def choose(
     items: pd.DataFrame | None,
     rule: str = MAX,
     cell_formulation: str | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """(results rows, per-item rows) with one row per (cell, epoch, split, ability) by ``rule``,
-    of the cells trained in ``cell_formulation`` (None: the table must hold one)."""
+    on: str = CHOSEN_ON,
+) -> tuple[pd.DataFrame, pd.DataFrame | None, tuple[str, ...]]:
+    """(results rows, per-item rows, notes) with one row per (cell, epoch, split, ability) by
+    ``rule`` (``max``: chosen per ability on the split ``on``, `max_choice`), of the cells
+    trained in ``cell_formulation`` (None: the table must hold one)."""
     if rule not in FORMULATION_RULES:
         raise ValueError(
             f"formulation rule {rule!r}: expected one of {', '.join(FORMULATION_RULES)}"
         )
     table = _cells_of(table, cell_formulation)
+    notes: tuple[str, ...] = ()
     if rule == MAX:
-        own = (table["formulation"] == table["cell_formulation"]).fillna(False)
-        ordered = table.assign(_own=own).sort_values(
-            [*KEY, "score", "_own"],
-            ascending=[True] * len(KEY) + [False, False],
-            na_position="last",
-        )
-        chosen = ordered.drop_duplicates(KEY).drop(columns="_own")
+        picked, notes = max_choice(table, on)
+        chosen = table[table["formulation"] == table["ability"].map(picked)]
     else:
         chosen = table[table["formulation"] == rule]
         if chosen.empty:
@@ -60,7 +63,7 @@ def choose(
             )
     chosen = chosen.sort_values(KEY, ignore_index=True)
     if items is None:
-        return chosen, None
+        return chosen, None, notes
     keys = [*KEY, "formulation"]
     picked = chosen[keys].astype(
         {
@@ -72,7 +75,49 @@ def choose(
         }
     )
     mine = items.astype({"epoch": float}).merge(picked, on=keys, how="inner")
-    return chosen, mine.astype({"epoch": "Float64"})
+    return chosen, mine.astype({"epoch": "Float64"}), notes
+
+
+def max_choice(table: pd.DataFrame, on: str = CHOSEN_ON) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(ability -> the formulation the max rule reads on every split, notes): per ability, the
+    formulation with the higher mean score on the split ``on`` over the checkpoints scored
+    (non-null) in every formulation of the ability; ties and abilities without such a
+    checkpoint on ``on``: the cells' own formulation (the latter said in a note). No score of
+    another split is read."""
+    own = _own_formulation(table)
+    scored = table[table["split"] == on].dropna(subset=["score"])
+    formulations = table.groupby("ability")["formulation"].agg(lambda f: sorted(set(f.dropna())))
+    picked, unjudged = {}, []
+    for ability, names in formulations.items():
+        if len(names) == 1:
+            picked[ability] = names[0]
+            continue
+        mine = scored[scored["ability"] == ability]
+        wide = mine.pivot_table(
+            index=["cell", "epoch"], columns="formulation", values="score", aggfunc="first"
+        ).reindex(columns=names)
+        paired = wide.dropna()  # checkpoints scored in every formulation of the ability
+        if paired.empty:
+            unjudged.append(ability)
+            picked[ability] = own if own in names else names[0]
+            continue
+        means = paired.mean()
+        best = means[means == means.max()].index
+        picked[ability] = own if own in best else best[0]
+    notes = ()
+    if unjudged:
+        notes = (
+            f"Formulation: {', '.join(sorted(unjudged))} had no checkpoint scored in every "
+            f"formulation on {on}: read in the cells' own formulation ({own}), not chosen "
+            "by the max rule.",
+        )
+    return picked, notes
+
+
+def _own_formulation(table: pd.DataFrame) -> str | None:
+    """The formulation the table's cells were trained in (one, `_cells_of` has checked)."""
+    found = table["cell_formulation"].dropna().unique()
+    return str(found[0]) if len(found) else None
 
 
 def _cells_of(table: pd.DataFrame, cell_formulation: str | None) -> pd.DataFrame:
@@ -111,12 +156,13 @@ def comparison(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def describe(table: pd.DataFrame, rule: str) -> str:
+def describe(table: pd.DataFrame, rule: str, on: str = CHOSEN_ON) -> str:
     """One sentence: how the cells trained, what they were scored in, and the rule read."""
     trained = ", ".join(sorted(table["cell_formulation"].dropna().unique()))
     scored = ", ".join(sorted(table["formulation"].dropna().unique()))
     how = (
-        "the higher score of a checkpoint's formulations, per ability and split (OLMES's max rule)"
+        f"per ability the formulation with the higher mean {on} score (OLMES's max rule, "
+        f"chosen on {on} and read on every split)"
         if rule == MAX
         else f"the {rule} formulation's rows"
     )

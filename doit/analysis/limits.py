@@ -99,6 +99,25 @@ def study_notes(a) -> list[str]:
             f"Scores only at 0 or 100 in every fitted cell of {', '.join(stuck)}: no item "
             "variance, so their CIs are degenerate and their groups undetermined."
         )
+    return notes + out_of_reach(a.sensitivity, a.settings.delta)
+
+
+def out_of_reach(sens: pd.DataFrame, delta: float) -> list[str]:
+    """A sentence per axis naming the abilities whose sensitivity was measured but whose
+    resistance the design could not have shown (``resistant_reachable_*`` false)."""
+    notes = []
+    for axis in ("data", "size"):
+        reachable = sens[f"resistant_reachable_{axis}"].astype(bool)
+        blind = sens[sens[f"{axis}_sensitivity"].notna() & ~reachable]
+        if len(blind):
+            notes.append(
+                f"Resistance to {axis} is out of this design's reach for "
+                f"{', '.join(blind['ability'])}: the expected 90% half-width (z_0.95 x the "
+                f"bootstrap SE) is at least delta = {delta:g} points, so not even a true zero "
+                f"would be called resistant; undecided, their {axis} class is 'not decidable "
+                f"with this design' (more items, seeds or grid points shrink the SE; mde_{axis} "
+                "is the effect the design calls responsive with 80% probability)."
+            )
     return notes
 
 

@@ -44,7 +44,7 @@ class Analysis:
     def rows(self) -> StudyRows:
         """The study as the one reader reads it (`doit.analysis.study.read_study`)."""
         s = self.settings
-        return read_study(self.source, s.formulation, s.cell_formulation)
+        return read_study(self.source, s.formulation, s.cell_formulation, s.formulation_split)
 
     @property
     def all_rows(self) -> pd.DataFrame:
@@ -151,7 +151,7 @@ class Analysis:
         if not self.ground_truth:
             return None
         measured = self.features.merge(self.sensitivities.table, on="ability", how="left")
-        return feat.planted_correlations(measured, self.ground_truth)
+        return feat.planted_correlations(measured, self.ground_truth, self.sensitivities.replicates)
 
 
 def read_features(path) -> pd.DataFrame:

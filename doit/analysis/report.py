@@ -15,7 +15,7 @@ from doit.analysis.fits import CRITERION, MEANINGFUL_IC_GAP
 from doit.analysis.formulation import describe as describe_formulation
 from doit.analysis.limits import NEED_PREDICT
 from doit.analysis.predict import LADDER_HARD_MAE, LADDER_WITHIN
-from doit.analysis.sensitivity import PUBLISHED
+from doit.analysis.sensitivity import AXES, PUBLISHED
 from doit.data import abilities as ab
 from doit.io import atomic_path
 
@@ -61,11 +61,12 @@ def _in_domain(a) -> list[str]:
 def _group_blocks(a):
     s = _published(a.sensitivity, a.ground_truth)
     compact = pd.DataFrame({"ability": s["ability"]})
-    for axis in ("data", "size"):
+    for axis in AXES:
         v, lo, hi = (s[f"{axis}_sensitivity{x}"] for x in ("", "_lo", "_hi"))
         compact[f"{axis} sensitivity [95% CI]"] = [
             "" if pd.isna(x) else summary.ci(x, y, z) for x, y, z in zip(v, lo, hi)
         ]
+        compact[f"{axis} class"] = s[f"{axis}_class"]
         compact[f"MDE {axis}"] = s[f"mde_{axis}"].round(1)
     compact["group"] = s["group"]
     delta = a.settings.delta
@@ -78,11 +79,18 @@ def _group_blocks(a):
             "p",
             "Data sensitivity: fitted points per 4x training items (averaged over bases); "
             "size sensitivity: fitted points per doubling of non-embedding parameters "
-            f"(averaged over n). A factor is responsive when its CI's lower bound exceeds "
-            f"delta = {delta:g} points, resistant when its CI lies inside [-{delta:g}, "
-            f"{delta:g}], otherwise undetermined; MDE is the smallest sensitivity this "
-            "grid and item count would detect (80% power), so an undetermined factor with "
-            "a large MDE is underpowered, not resistant.",
+            f"(averaged over n). Each axis is decided on its own, with margin delta = "
+            f"{delta:g} points: responsive when its 95% CI's lower bound exceeds delta, "
+            f"harmed when its upper bound lies below -{delta:g}, resistant when its 90% CI "
+            f"lies inside [-{delta:g}, {delta:g}] (two one-sided tests), otherwise "
+            "undetermined, or not decidable with this design when the expected 90% "
+            "half-width is at least delta (not even a true zero could be called resistant). "
+            "MDE: the smallest true sensitivity the design calls responsive with 80% "
+            "probability, delta + (z_0.975 + z_0.8) x its bootstrap SE. Groups: "
+            "harmed_by_data (data harmed) and saturating (data responsive, saturation_n's "
+            "95% CI inside the grid) from the data axis alone; then responsive_both, "
+            "resistant_size (data responsive, size resistant), size_driven (data resistant, "
+            "size responsive), resistant_both; any other pair undetermined.",
         ),
         ("table", compact),
     ]
@@ -93,7 +101,12 @@ def _detail_blocks(a, figures):
     chosen = fits[fits["chosen"].astype(bool)]
     weak = chosen[chosen["ic_gap"] < MEANINGFUL_IC_GAP]
     b = [
-        ("p", describe_formulation(a.analysed_rows, a.settings.formulation)),
+        (
+            "p",
+            describe_formulation(
+                a.analysed_rows, a.settings.formulation, a.settings.formulation_split
+            ),
+        ),
         (
             "p",
             f"Source: `{a.source}`. Checkpoint rule: **{a.settings.rule}** (the epoch with "
@@ -177,13 +190,25 @@ def _prediction_blocks(a):
     return [("h2", "Prediction"), ("p", txt), ("table", s.round(3))]
 
 
+def complexity_where(features, fitted: str) -> str:
+    """Which items Complexity was measured on, beside those the sensitivities were."""
+    named = features.get("complexity_split")
+    splits = sorted(named.dropna().unique()) if named is not None else []
+    if not splits:
+        return "Complexity's split is not recorded (a `--features` column)."
+    return (
+        f"Complexity was measured on the {', '.join(splits)} items; the sensitivities it "
+        f"explains on the {fitted} items."
+    )
+
+
 def _feature_blocks(a, figures):
     f = a.features
     methods = ", ".join(sorted(f["transference_method"].dropna().unique()))
     notes = (
         "Complexity not measured (run `features --base MODEL --data DOIT_DIR`)."
         if f["complexity"].isna().all()
-        else ""
+        else complexity_where(f, a.settings.split)
     )
     out = [
         ("h2", "Complexity and Transference"),
@@ -221,7 +246,10 @@ def _feature_blocks(a, figures):
                 "p",
                 "Spearman correlations of the measured features and sensitivities with the "
                 "properties the generator planted (ground_truth.json); planted_data_rank is "
-                "its intended order of data sensitivity (1 the least, 10 the most).",
+                "its intended order of data sensitivity (1 the least, 10 the most). A "
+                "sensitivity's correlation has a 95% interval: the Spearman of every bootstrap "
+                "replicate's sensitivities (interval_over says what is resampled; Complexity and "
+                "Transference have no replicates here).",
             ),
             ("table", a.planted.round(3)),
         ]

@@ -1,4 +1,5 @@
-"""Per-ability sensitivities with 95% CIs, saturation, minimum detectable effects and groups.
+"""Per-ability sensitivities with 95% CIs, saturation, the power the design had, a decision
+per axis and the group the two decisions give.
 
 Definitions (the same whatever form won, since they read the fitted curves):
 
@@ -13,26 +14,52 @@ Definitions (the same whatever form won, since they read the fitted curves):
   every replicate's curve (a replicate that does not saturate inside the grid counts as beyond
   it; an upper bound beyond the grid is empty); ``saturation_share`` is the share of
   replicates that saturate inside the grid;
-- ``mde_data`` / ``mde_size``: the smallest sensitivity this grid and these item counts detect
-  with 80% power at alpha 0.05 (two-sided): (z_0.975 + z_0.8) x the bootstrap standard error;
-- ``group`` with margin delta: a factor is responsive if its CI's lower bound > delta,
-  resistant if its CI lies inside [-delta, delta], undetermined otherwise; then, in order,
-  saturating, responsive_both, resistant_size, resistant_both, undetermined.
+- the power of the design (`power`, the one definition a power planner reuses), from the
+  bootstrap standard error se of a sensitivity under a normal approximation: ``mde_data`` /
+  ``mde_size`` = delta + (z_0.975 + z_0.8) se, the smallest true sensitivity the design calls
+  responsive (95% lower bound > delta) with 80% probability; ``resistant_reachable_*``: whether
+  the expected 90% half-width z_0.95 se is below delta (else even a true zero could not be
+  called resistant);
+- ``data_class`` / ``size_class`` with margin delta (`classify`): ``responsive`` when the 95%
+  CI's lower bound > delta, ``harmed`` when its upper bound < -delta, ``resistant`` when the
+  90% CI (``*_lo90``/``_hi90``) lies inside [-delta, delta] (equivalence by the two one-sided
+  tests at 5% each), else ``undetermined``, or ``not decidable with this design`` when
+  resistance is not reachable (and for an axis without a fit);
+- ``group`` (`group`): ``harmed_by_data`` (data harmed, whatever the size axis), then
+  ``saturating`` (data responsive and saturation_n's 95% CI inside the grid), then from the
+  pair (data, size) in `PAIRS`: responsive_both, resistant_size, size_driven, resistant_both;
+  any other pair is ``undetermined``.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from doit.analysis.bootstrap import Z, interval
+from doit.analysis.bootstrap import Z, interval, z_score
 from doit.analysis.fits import GridFits
 from doit.analysis.limits import ability_note
 
 DELTA = 2.0
-POWER_Z = Z + norm.ppf(0.8)
-GROUPS = ("saturating", "responsive_both", "resistant_size", "resistant_both", "undetermined")
+POWER = 0.8  # the probability with which the MDE is called responsive
+POWER_Z = Z + norm.ppf(POWER)
+EQUIVALENCE_LEVEL = 0.90  # two one-sided tests at 5% each: a 90% interval inside the margin
+Z_EQUIVALENCE = z_score(EQUIVALENCE_LEVEL)
+RESPONSIVE, RESISTANT, HARMED, UNDETERMINED = "responsive", "resistant", "harmed", "undetermined"
+NOT_DECIDABLE = "not decidable with this design"
+CLASSES = (RESPONSIVE, RESISTANT, HARMED, UNDETERMINED, NOT_DECIDABLE)
+# (data_class, size_class) -> group; harmed_by_data and saturating are decided before it
+PAIRS = {
+    (RESPONSIVE, RESPONSIVE): "responsive_both",
+    (RESPONSIVE, RESISTANT): "resistant_size",
+    (RESISTANT, RESPONSIVE): "size_driven",
+    (RESISTANT, RESISTANT): "resistant_both",
+}
+GROUPS = ("harmed_by_data", "saturating", *PAIRS.values(), UNDETERMINED)
+AXES = ("data", "size")
 COLUMNS = [
     "ability",
     "data_sensitivity",
@@ -48,6 +75,15 @@ COLUMNS = [
     "mde_data",
     "mde_size",
     "group",
+    "data_class",
+    "size_class",
+    "resistant_reachable_data",
+    "resistant_reachable_size",
+    "data_sensitivity_lo90",
+    "data_sensitivity_hi90",
+    "size_sensitivity_lo90",
+    "size_sensitivity_hi90",
+    "note",
 ]
 # The published study's groups (Song et al., 2025), for the report.
 PUBLISHED = {
@@ -123,26 +159,81 @@ def _finite(value: float) -> float:
     return float(value) if np.isfinite(value) else np.nan
 
 
-def classify(lo: float, hi: float, delta: float) -> str:
+class Power(NamedTuple):
+    """What a design can decide about a sensitivity whose bootstrap standard error is se."""
+
+    mde: float  # the smallest true effect called responsive (95% lower bound > delta) w.p. 0.8
+    resistant_reachable: bool  # the expected 90% half-width is below delta
+
+
+def power(se, delta: float = DELTA) -> Power:
+    """The power of a design with standard error ``se`` (points; a float or an array) at margin
+    ``delta``, under a normal approximation: mde = delta + (z_0.975 + z_0.8) se, resistance
+    reachable when z_0.95 se < delta. A NaN se (no replicates) gives a NaN mde, not reachable."""
+    se = np.asarray(se, float)
+    mde, reachable = delta + POWER_Z * se, Z_EQUIVALENCE * se < delta
+    if se.ndim == 0:
+        return Power(float(mde), bool(reachable))
+    return Power(mde, reachable)
+
+
+def classify(
+    lo: float, hi: float, delta: float, lo90=None, hi90=None, reachable: bool = True
+) -> str:
+    """One axis's class from its 95% CI (lo, hi) and its 90% CI (lo90, hi90; the 95% one when
+    not given, as for a noise-free value where both are the point): responsive, harmed,
+    resistant, else undetermined, or not decidable with this design when resistance is not
+    ``reachable``. Without a CI: not decidable with this design."""
+    lo90 = lo if lo90 is None else lo90
+    hi90 = hi if hi90 is None else hi90
     if np.isnan(lo) or np.isnan(hi):
-        return "undetermined"
+        return NOT_DECIDABLE
     if lo > delta:
-        return "responsive"
-    if -delta < lo and hi < delta:
-        return "resistant"
-    return "undetermined"
+        return RESPONSIVE
+    if hi < -delta:
+        return HARMED
+    if -delta < lo90 and hi90 < delta:
+        return RESISTANT
+    return UNDETERMINED if reachable else NOT_DECIDABLE
 
 
 def group(data: str, size: str, saturates: bool) -> str:
-    if data == "responsive" and saturates:
+    """The group of an ability from its data and size classes; ``saturates``: saturation_n's
+    95% CI lies inside the grid. The data axis alone decides harmed_by_data and saturating."""
+    if data == HARMED:
+        return "harmed_by_data"
+    if data == RESPONSIVE and saturates:
         return "saturating"
-    if data == "responsive" and size == "responsive":
-        return "responsive_both"
-    if data == "responsive" and size == "resistant":
-        return "resistant_size"
-    if data == "resistant" and size == "resistant":
-        return "resistant_both"
-    return "undetermined"
+    return PAIRS.get((data, size), UNDETERMINED)
+
+
+def axis_decision(point: float, reps, delta: float) -> dict:
+    """One axis's intervals (95% and 90%), power and class, keyed by column suffix."""
+    lo, hi = interval(point, reps)
+    lo90, hi90 = interval(point, reps, EQUIVALENCE_LEVEL)
+    se = float(np.nanstd(reps, ddof=1)) if reps is not None else np.nan
+    mde, reachable = power(se, delta)
+    return {
+        "_lo": lo,
+        "_hi": hi,
+        "_lo90": lo90,
+        "_hi90": hi90,
+        "mde": mde,
+        "reachable": reachable,
+        "class": classify(lo, hi, delta, lo90, hi90, reachable),
+    }
+
+
+def short_of(axis: str, point: float, lo: float, hi: float, delta: float) -> str:
+    """Why an undecided axis whose point estimate lies beyond the margin was not called
+    responsive or harmed ("" when its point lies inside the margin)."""
+    if point < -delta <= hi:
+        reach = f"its 95% CI reaches {hi:+.2f}: not harmed"
+        return f"{axis}_sensitivity {point:+.2f} < -{delta:g} but {reach}"
+    if lo <= delta < point:
+        reach = f"its 95% CI reaches {lo:+.2f}: not responsive"
+        return f"{axis}_sensitivity {point:+.2f} > {delta:g} but {reach}"
+    return ""
 
 
 def sensitivities(
@@ -159,39 +250,27 @@ def sensitivities(
     for a in abilities:
         data_fits = [f for k, f in grid.data.items() if k[0] == a and k[2] == "curated"]
         size_fits = [f for k, f in grid.size.items() if k[0] == a]
-        d, d_reps = slope(data_fits, 4.0)
-        s, s_reps = slope(size_fits, 2.0)
-        d_lo, d_hi = interval(d, d_reps)
-        s_lo, s_hi = interval(s, s_reps)
+        row, reps[a] = {"ability": a}, {}
+        for axis, fits, per in (("data", data_fits, 4.0), ("size", size_fits, 2.0)):
+            point, reps[a][axis] = slope(fits, per)
+            d = axis_decision(point, reps[a][axis], delta)
+            row[f"{axis}_sensitivity"] = point
+            row.update({f"{axis}_sensitivity{k}": d[k] for k in ("_lo", "_hi", "_lo90", "_hi90")})
+            row[f"mde_{axis}"], row[f"resistant_reachable_{axis}"] = d["mde"], d["reachable"]
+            row[f"{axis}_class"] = d["class"]
         sat, sat_lo, sat_hi, sat_share = saturation(data_fits)
-        data_class, size_class = classify(d_lo, d_hi, delta), classify(s_lo, s_hi, delta)
+        row.update(saturation_n=sat, saturation_n_lo=sat_lo, saturation_n_hi=sat_hi)
+        row["saturation_share"] = sat_share
         note, degenerate = ability_note(data_fits, size_fits, most_n, most_bases)
         if degenerate:  # a CI of width 0 from counts at 0 or m says nothing about the factor
-            data_class = size_class = "undetermined"
-        rows.append(
-            {
-                "ability": a,
-                "data_sensitivity": d,
-                "data_sensitivity_lo": d_lo,
-                "data_sensitivity_hi": d_hi,
-                "size_sensitivity": s,
-                "size_sensitivity_lo": s_lo,
-                "size_sensitivity_hi": s_hi,
-                "saturation_n": sat,
-                "saturation_n_lo": sat_lo,
-                "saturation_n_hi": sat_hi,
-                "saturation_share": sat_share,
-                "mde_data": _mde(d_reps),
-                "mde_size": _mde(s_reps),
-                "group": group(data_class, size_class, not np.isnan(sat)),
-                "data_class": data_class,
-                "size_class": size_class,
-                "note": note,
-            }
-        )
-        reps[a] = {"data": d_reps, "size": s_reps}
-    return pd.DataFrame(rows, columns=[*COLUMNS, "data_class", "size_class", "note"]), reps
-
-
-def _mde(reps) -> float:
-    return float(POWER_Z * np.nanstd(reps, ddof=1)) if reps is not None else np.nan
+            row["data_class"] = row["size_class"] = UNDETERMINED
+        saturates = bool(np.isfinite([sat, sat_lo, sat_hi]).all())
+        row["group"] = group(row["data_class"], row["size_class"], saturates)
+        short = [
+            short_of(axis, *(row[f"{axis}_sensitivity{x}"] for x in ("", "_lo", "_hi")), delta)
+            for axis in AXES
+            if row[f"{axis}_class"] in (UNDETERMINED, NOT_DECIDABLE) and not degenerate
+        ]
+        row["note"] = "; ".join(filter(None, [note, *short]))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS), reps

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from doit.analysis.bootstrap import REPLICATES
-from doit.analysis.formulation import FORMULATION_RULES, MAX
+from doit.analysis.formulation import CHOSEN_ON, FORMULATION_RULES, MAX
 from doit.analysis.select import SELECTION_RULES
 from doit.analysis.sensitivity import DELTA
 from doit.data.kinds import FORMULATIONS
@@ -48,6 +48,14 @@ class Settings:
             "choices": FORMULATION_RULES,
             "help": "which scoring of a checkpoint scored in several formulations is read: "
             "max (OLMES's rule) or one formulation's",
+        },
+    )
+    formulation_split: str = field(
+        default=CHOSEN_ON,
+        metadata={
+            "choices": SPLITS,
+            "help": "the split the max rule chooses each ability's formulation on (then read "
+            "on every split)",
         },
     )
     cell_formulation: str | None = field(

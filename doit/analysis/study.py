@@ -5,8 +5,8 @@ through `read_study`, so every one sees the same rows.
 It reads the results table and its per-item rows (``doit.grid.read_results``,
 ``doit.grid.results.read_items``), refuses scores on a 0-1 scale, leaves out the abilities the
 registry does not know (said in ``notes``), and keeps one row per (cell, epoch, split, ability)
-by the formulation rule (`doit.analysis.formulation.choose`), the per-item rows following the
-kept rows.
+by the formulation rule (`doit.analysis.formulation.choose`: ``max`` chooses on one split, valid
+by default, and reads that choice on every split), the per-item rows following the kept rows.
 """
 
 from __future__ import annotations
@@ -33,11 +33,14 @@ class StudyRows:
 
 
 def read_study(
-    source, formulation: str = form.MAX, cell_formulation: str | None = None
+    source,
+    formulation: str = form.MAX,
+    cell_formulation: str | None = None,
+    formulation_split: str = form.CHOSEN_ON,
 ) -> StudyRows:
     """The rows of the study folder or table file ``source`` (module docstring), of the cells
     trained in ``cell_formulation`` (None: the table must hold one) by the rule
-    ``formulation``."""
+    ``formulation`` (``max``: chosen on ``formulation_split``)."""
     rows = read_results(source)
     check_scale(rows, str(source))
     unknown = unknown_abilities(rows)
@@ -48,8 +51,10 @@ def read_study(
             "(doit.data.abilities lists the known keys).",
         )
         rows = rows[~rows["ability"].isin(unknown)].reset_index(drop=True)
-    table, items = form.choose(rows, read_items(source), formulation, cell_formulation)
-    return StudyRows(table, items, rows, notes)
+    table, items, chosen = form.choose(
+        rows, read_items(source), formulation, cell_formulation, formulation_split
+    )
+    return StudyRows(table, items, rows, (*notes, *chosen))
 
 
 def unknown_abilities(table: pd.DataFrame) -> list[str]:

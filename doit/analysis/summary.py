@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from doit.analysis.sensitivity import AXES, CLASSES
 from doit.data import abilities as ab
 
 SYNTHETIC = (
@@ -49,15 +50,36 @@ def group_agreement(a) -> tuple[int, int, int] | None:
     return agree, len(have), sum(s[k] == "undetermined" for k in have)
 
 
-def rank_agreement(a) -> tuple[float, int] | None:
-    """(Spearman of data sensitivity with planted_data_rank, abilities) or None."""
+def by_class(a, axis: str) -> dict[str, list[str]]:
+    """The abilities of each ``axis`` class ("data" or "size"), in `sensitivity.CLASSES`'
+    order; a class no ability has is left out."""
+    s = a.sensitivity
+    found = {c: list(s.loc[s[f"{axis}_class"] == c, "ability"]) for c in CLASSES}
+    return {c: names for c, names in found.items() if names}
+
+
+def decisions(a, axis: str) -> str:
+    """``responsive: biology, ethics; harmed: code``: every ability's class on ``axis``."""
+    return "; ".join(f"{c}: {', '.join(names)}" for c, names in by_class(a, axis).items())
+
+
+def rank_agreement(a) -> str | None:
+    """``Spearman 0.42 [0.10, 0.71] (10 abilities; 95% CI over ...)``: the data sensitivities'
+    agreement with planted_data_rank and its interval (`features.planted_correlations`), or
+    None without one."""
     p = a.planted
     if p is None or p.empty:
         return None
     row = p[(p["measured"] == "data_sensitivity") & (p["planted"] == "planted_data_rank")]
     if row.empty or pd.isna(row["spearman"].iloc[0]):
         return None
-    return float(row["spearman"].iloc[0]), int(row["abilities"].iloc[0])
+    r = row.iloc[0]
+    if pd.isna(r["spearman_lo"]):
+        return f"Spearman {r['spearman']:.2f} ({int(r['abilities'])} abilities; no interval)"
+    return (
+        f"Spearman {r['spearman']:.2f} [{r['spearman_lo']:.2f}, {r['spearman_hi']:.2f}] "
+        f"({int(r['abilities'])} abilities; 95% CI over {r['interval_over']})"
+    )
 
 
 def curriculum_gain(differences: pd.DataFrame | None, policy: str = "marginal"):
@@ -97,14 +119,21 @@ def headline(a, gain=None, budget=None, base=None, seeds: int = 1) -> str:
         agree, total, undetermined = groups
         parts.append(
             f"{agree} of {total} abilities fall in their planted group "
-            f"({undetermined} undetermined: their CIs neither exceed nor lie inside the "
-            "margin; the MDE column says how large an effect the grid could see)."
+            f"({undetermined} undetermined: their two classes name no group; the MDE "
+            "columns say how large an effect the design calls responsive)."
+        )
+    if len(a.sensitivity):
+        delta = a.settings.delta
+        parts.append(
+            f"Each ability's class per axis (margin delta = {delta:g} points; resistant: the "
+            f"90% CI inside [-{delta:g}, {delta:g}]). "
+            + " ".join(f"{axis.capitalize()} axis: {decisions(a, axis)}." for axis in AXES)
         )
     rank = rank_agreement(a)
     if rank:
         parts.append(
             f"The measured data sensitivities rank the abilities as the generator "
-            f"planted them at Spearman {rank[0]:.2f} ({rank[1]} abilities)."
+            f"planted them at {rank}."
         )
     if gain is not None:
         text = _gain_text(gain, budget, base, seeds)
@@ -134,9 +163,11 @@ def summary_lines(
     groups = group_agreement(a)
     if groups:
         lines.append(f"groups: {groups[0]} of {groups[1]} as planted ({groups[2]} undetermined)")
+    if len(a.sensitivity):
+        lines += [f"{axis} classes: {decisions(a, axis)}" for axis in AXES]
     rank = rank_agreement(a)
     if rank:
-        lines.append(f"rank agreement with planted_data_rank: Spearman {rank[0]:.2f}")
+        lines.append(f"rank agreement with planted_data_rank: {rank}")
     if gain is not None:
         lines.append("curriculum: " + _gain_text(gain, budget, base, seeds))
     lines.append(f"report: {report}")

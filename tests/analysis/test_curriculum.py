@@ -11,7 +11,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from doit.analysis.curriculum import CurriculumError, Options, make, write
+from doit.analysis import synthetic as syn
+from doit.analysis.curriculum import CurriculumError, Options, make, policies, write
 from doit.analysis.curriculum.evidence import gather
 from doit.analysis.curriculum.optimise import Infeasible, concave, maximise
 from doit.analysis.curriculum.options import SETTINGS
@@ -147,6 +148,31 @@ def test_reconstruct_is_the_shipped_recipe_on_the_real_pools(planted):
         reasoning=1305,
         math=1305,
     )
+
+
+def test_reconstruct_cuts_size_driven_to_its_best_n_and_harmed_by_data_to_its_floor(tmp_path):
+    """The planted world of design b (3 bases x 8, 400 items, 2 seeds): its harmful code and
+    size-only understanding decided on valid as planted; the rest share what is left."""
+    world = syn.planted_world("b", seed_sd=0.0, rng=0)
+    options = Options(
+        budget=2000,
+        policies=("reconstruct",),
+        pools=dict.fromkeys(world.truth["ability"], 1000),
+        settings=replace(SETTINGS, replicates=100),
+    )
+    result = make(world.write(tmp_path / "study"), options)
+    groups = result.evidence.groups["group"]
+    assert (groups["code"], groups["understanding"]) == ("harmed_by_data", "size_driven")
+    counts, best = result.allocations["reconstruct"].counts, result.evidence.best_n
+    for a, g in groups.items():
+        if g == "harmed_by_data":
+            assert counts[a] == 1, a  # its floor: more data lowers it
+        elif g in ("size_driven", "resistant_both"):
+            assert counts[a] == best[a], a  # data does not help: its best observed n
+    rest = [
+        counts[a] for a, g in groups.items() if g not in policies.CUT_TO_BEST + policies.AT_FLOOR
+    ]
+    assert sum(counts.values()) == 2000 and max(rest) - min(rest) <= 1
 
 
 @pytest.mark.slow

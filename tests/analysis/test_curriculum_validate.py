@@ -241,3 +241,24 @@ def test_validate_end_to_end_on_a_tiny_base(study, tmp_path, capsys):
     assert set(cal["policy"]) == {"uniform", "marginal"} and (cal["seeds"] == 2).all()
     assert "Validation: the policies trained" in (out / "curriculum.md").read_text()
     assert "macro" in capsys.readouterr().out
+
+
+def test_calibration_reports_the_out_of_sample_predictions_only(result, tmp_path):
+    """A policy whose mix is a cell the curves were fitted to (here marginal's made equal to
+    the study's n = 1 uniform cell; reconstruct's often is) and uniform when the study's own
+    cells stand for it are in-sample: marked in calibration.csv and left out of the report's
+    calibration numbers."""
+    assert val.in_sample(result) == set()  # budget 12 over 10 abilities: no grid cell's mix
+    assert val.in_sample(result, reused={0: "tiny-n1-s0"}) == {"uniform"}
+    fitted = dict.fromkeys(ab.ABILITY_KEYS, 1)  # the n = 1 uniform cell's counts
+    marginal = replace(result.allocations["marginal"], counts=fitted)
+    refitted = replace(result, allocations={**result.allocations, "marginal": marginal})
+    assert val.in_sample(refitted) == {"marginal"}
+    _planted_validation(tmp_path, better=30)  # marginal 30 points off on biology
+    cal = val.compare(refitted, tmp_path, replicates=200)["calibration"]
+    assert set(cal.loc[cal["in_sample"], "policy"]) == {"marginal"} and len(cal) == 20
+    out = cal[~cal["in_sample"]]
+    text = val.calibration_text(cal)
+    assert f"mean absolute error {out['error'].abs().mean():.2f} points" in text
+    assert f"{int(out['covered'].sum())} of 10 (policy, ability)" in text
+    assert "10 in-sample predictions (marginal" in text

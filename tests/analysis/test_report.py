@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from doit.analysis import plots
+from doit.analysis import plots, summary
+from doit.analysis import synthetic as syn
 from doit.analysis.cli import main
 from doit.analysis.pipeline import Analysis
 from doit.analysis.settings import Settings
@@ -66,6 +67,36 @@ def test_run_writes_every_output_and_a_self_contained_report(folder, tmp_path, c
     md = (out / "report.md").read_text()
     assert "paired item bootstrap" in md and "Bhagia" in md and "published_group" in md
     assert "report.html" in capsys.readouterr().out
+
+
+def classes(line: str) -> dict[str, list[str]]:
+    """``responsive: a, b; harmed: c`` -> {"responsive": ["a", "b"], "harmed": ["c"]}."""
+    return {c: names.split(", ") for c, names in (p.split(": ") for p in line.split("; "))}
+
+
+def test_the_report_and_the_summary_show_each_abilitys_class_per_axis(tmp_path):
+    """A clear data effect beside an undecided size effect keeps its data class in what the user
+    reads (its group is undetermined), and a harmful data effect is called harmed (the planted
+    world of design b: 3 bases x 8, 400 items, 2 seeds)."""
+    world = syn.planted_world("b", {"biology": "smooth", "code": "harmful"}, seed_sd=0.0, rng=22)
+    root, out = world.write(tmp_path / "study"), tmp_path / "out"
+    assert main(["run", str(root), "--out", str(out), "--replicates", "100", "--rule", "last"]) == 0
+    md = (out / "report.md").read_text()
+    lines = md.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("| ability | data sens"))
+    header = lines[at].split(" | ")
+    cells = {
+        r[0][2:]: dict(zip(header, r)) for r in (x.split(" | ") for x in lines[at + 2 : at + 4])
+    }
+    assert cells["biology"]["data class"] == "responsive"
+    assert cells["biology"]["size class"] == "undetermined"
+    assert cells["code"]["data class"] == "harmed" and cells["code"]["group"] == "harmed_by_data"
+    assert "Data axis: responsive: biology; harmed: code." in md
+    a = Analysis(str(root), Settings(replicates=100, rule="last"))
+    printed = summary.summary_lines(a, None, 60, out / "report.html")
+    assert "data classes: responsive: biology; harmed: code" in printed
+    size = next(line for line in printed if line.startswith("size classes: "))
+    assert classes(size.removeprefix("size classes: "))["undetermined"] == ["biology"]
 
 
 def values(ax) -> set:

@@ -1,5 +1,5 @@
-"""Planted groups come back when the items give enough power; predictions cover held-out cells;
-Transference recovers its planted share."""
+"""Planted groups come back when the items give enough power (too few: not decidable with this
+design); predictions cover held-out cells; Transference recovers its planted share."""
 
 import numpy as np
 import pytest
@@ -26,15 +26,20 @@ def test_planted_groups_come_back_with_enough_items():
     sens, _ = sensitivities(fit_grid(bootstrap_counts(select_checkpoints(table), items, 300)))
     got = sens.set_index("ability")["group"].to_dict()
     assert got == {a: g for a, (_, g) in PLANTED.items()}
-    assert (sens["mde_data"] < 2).all()  # powered: resistant is not underpowered
+    assert sens["resistant_reachable_data"].all()  # powered: resistant is not underpowered
+    assert (sens["mde_data"] > 2).all()  # responsive means clearing delta, not 0
 
 
-def test_too_few_items_leave_groups_undetermined():
+def test_too_few_items_to_call_resistance_say_not_decidable_with_this_design():
     table, items, _ = planted_study(
         {"ethics": PLANTED["ethics"][0]}, n_items=15, rng=0, epochs=(10.0,)
     )
     sens, _ = sensitivities(fit_grid(bootstrap_counts(select_checkpoints(table), items, 300)))
-    assert sens["group"][0] == "undetermined" and sens["mde_size"][0] > 2
+    row = sens.iloc[0]
+    assert row["group"] == "undetermined" and row["mde_size"] > 2
+    for axis in ("data", "size"):  # a planted zero the design could not have called resistant
+        assert not row[f"resistant_reachable_{axis}"]
+        assert row[f"{axis}_class"] == "not decidable with this design"
 
 
 @pytest.mark.slow

@@ -28,8 +28,8 @@ BUDGET = 48
 
 def both_formulations(rows: pd.DataFrame, items: pd.DataFrame | None):
     """Every row (and item) scored again in text, where each item's verdict is flipped: the
-    text score is 100 - the letter score, so the max rule takes letter for some abilities and
-    text for others."""
+    text score is 100 - the letter score, so the max rule (on valid) takes letter for some
+    abilities and text for others."""
     letter = rows.assign(formulation="letter", cell_formulation="letter")
     text = letter.assign(formulation="text", score=100 - letter["score"])
     both = pd.concat([letter, text], ignore_index=True)
@@ -65,8 +65,8 @@ def test_micro_scores_are_the_analysis_scores_of_a_two_formulation_study(tmp_pat
     assert (counts.points["m"] == 50).all()  # one formulation's 50 items, not both pooled
     pd.testing.assert_frame_equal(counts.points[POINT], analysed.points[POINT])
     np.testing.assert_array_equal(counts.k, analysed.k)
-    best = np.maximum(rows["score"], 100 - rows["score"])  # the max rule's score per row
-    assert sorted(counts.points["score"]) == pytest.approx(sorted(best))
+    # no valid rows to choose on: every ability is read in the cells' own formulation
+    assert sorted(counts.points["score"]) == pytest.approx(sorted(rows["score"]))
 
 
 def validation_study(folder, policies=("uniform", "marginal")):
@@ -152,15 +152,21 @@ def test_validation_reads_the_reused_uniform_cells_as_the_analysis_does(tmp_path
 
 def test_complexity_is_measured_before_the_analysis_is_built(tmp_path, tiny_base):
     """``features --base --data``: the Analysis is built once Complexity is known (it is not
-    changed after construction), so features.csv carries it."""
+    changed after construction), so features.csv carries it; it is measured on the split
+    disjoint from the sensitivities' (valid for test, test for valid), and says so."""
     from doit.analysis.cli import main
     from tests.tiny import FIXTURE
 
     rows, _ = planted(False)
     rows.to_csv(tmp_path / "table.csv", index=False)
-    out = tmp_path / "out"
-    argv = ["features", str(tmp_path / "table.csv"), "--out", str(out), "--replicates", "20"]
-    assert main([*argv, "--base", str(tiny_base), "--data", str(FIXTURE)]) == 0
-    features = pd.read_csv(out / "features.csv").set_index("ability")
-    assert features.loc[list(ABILITIES), "complexity"].notna().all()
-    assert features.loc[list(ABILITIES), "ranked_items"].gt(0).all()
+    for fitted, measured in (("test", "valid"), ("valid", "test")):
+        out = tmp_path / f"out-{fitted}"
+        argv = ["run", str(tmp_path / "table.csv"), "--out", str(out), "--replicates", "20"]
+        argv += ["--rule", "last", "--split", fitted]
+        assert main([*argv, "--base", str(tiny_base), "--data", str(FIXTURE)]) == 0
+        features = pd.read_csv(out / "features.csv").set_index("ability")
+        assert features.loc[list(ABILITIES), "complexity"].notna().all()
+        assert features.loc[list(ABILITIES), "ranked_items"].gt(0).all()
+        assert set(features["complexity_split"].dropna()) == {measured}
+        report = (out / "report.md").read_text(encoding="utf-8")
+        assert f"Complexity was measured on the {measured} items" in report

@@ -1,15 +1,16 @@
 """The policies: each turns the evidence into items per ability (an ``Allocation``).
 
 - ``uniform``: equal n per ability, capped at pools and caps (the study's baseline).
-- ``reconstruct``: the study's heuristic from the analysis groups: a ``resistant_both``
-  ability gets the uniform n with its highest observed score, a ``saturating`` one its
-  ``saturation_n`` (rounded up), and the rest share what is left equally (the mix schema's
-  fill arithmetic, `doit.data.mixes.fill_equal`).
+- ``reconstruct``: the study's heuristic from the analysis groups: a ``resistant_both`` or
+  ``size_driven`` ability (data resistant) gets the uniform n with its highest observed score,
+  a ``harmed_by_data`` one its floor, a ``saturating`` one its ``saturation_n`` (rounded up),
+  and the rest (``undetermined`` included) share what is left equally (the mix schema's fill
+  arithmetic, `doit.data.mixes.fill_equal`).
 - ``maximum``: the same fixed counts, every other ability its whole pool (or cap); it ignores
   the budget and is left out of equal-budget comparisons.
 - ``marginal``: the allocation that maximises the fitted weighted macro score at the budget
   (`model.ScoreModel`, transfer-aware), solved exactly (`optimise.maximise`); an ability whose
-  data-sensitivity CI lies inside the equivalence margin (``data_class`` resistant) keeps its
+  data-sensitivity 90% CI lies inside the equivalence margin (``data_class`` resistant) keeps its
   floor.
 - ``regression``: the best mixture under the regressed law (`regression`).
 
@@ -135,17 +136,26 @@ def _clamp(ev: Evidence, k: str, n: float) -> int:
     return int(min(max(n, ev.lower[k]), ev.upper[k]))
 
 
+# reconstruct's fixed count per analysis group; every other group shares what is left equally
+CUT_TO_BEST = ("resistant_both", "size_driven")  # data does not help: the best observed n
+AT_FLOOR = ("harmed_by_data",)  # more data lowers the score: the floor
+
+
 def study_caps(ev: Evidence) -> tuple[dict[str, int], list[str]]:
-    """The counts the study's heuristics fix: resistant_both -> the best observed uniform n,
-    saturating -> saturation_n (rounded up)."""
+    """The counts the study's heuristics fix: resistant_both and size_driven (data resistant)
+    -> the best observed uniform n, harmed_by_data -> the floor, saturating -> saturation_n
+    (rounded up)."""
     fixed, notes = {}, []
     for k in ev.abilities:
         row = ev.groups.loc[k] if k in ev.groups.index else None
         if row is None:
             continue
-        if row["group"] == "resistant_both" and k in ev.best_n:
+        if row["group"] in CUT_TO_BEST and k in ev.best_n:
             fixed[k] = _clamp(ev, k, ev.best_n[k])
-            notes.append(f"{k}: resistant_both, its best observed n {ev.best_n[k]} -> {fixed[k]}")
+            notes.append(f"{k}: {row['group']}, its best observed n {ev.best_n[k]} -> {fixed[k]}")
+        elif row["group"] in AT_FLOOR:
+            fixed[k] = ev.lower[k]
+            notes.append(f"{k}: {row['group']} (more data lowers it) -> its floor {fixed[k]}")
         elif row["group"] == "saturating" and np.isfinite(row["saturation_n"]):
             fixed[k] = _clamp(ev, k, math.ceil(row["saturation_n"]))
             notes.append(f"{k}: saturating at n = {row['saturation_n']:.0f} -> {fixed[k]}")
@@ -235,7 +245,7 @@ def marginal(ev: Evidence) -> Allocation:
     high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
     if resistant:
         notes.append(
-            f"at their floor (data-sensitivity CI inside +-{ev.options.settings.delta:g}): "
+            f"at their floor (data-sensitivity 90% CI inside +-{ev.options.settings.delta:g}): "
             f"{', '.join(resistant)}"
         )
     total = sum(uniform(ev).counts.values())

@@ -13,7 +13,10 @@ keeping finished cells. ``compare`` reads the results:
 - **calibration** (``calibration.csv``): per policy and ability, the predicted validation score
   (and CI) beside the measured one (the last epoch, seeds pooled, its CI from the paired item
   bootstrap), their difference and z = difference / sqrt(se_predicted^2 + se_measured^2)
-  (se: the CI's width / 3.92); ``covered``: |z| < 1.96;
+  (se: the CI's width / 3.92); ``covered``: |z| < 1.96; ``in_sample``: the policy's cells
+  are cells the curves were fitted to (the study's own uniform cells standing for uniform, or
+  a mix equal to a fitted cell's, as reconstruct's often is): the report's calibration numbers
+  are over the other, out-of-sample rows only;
 - **differences** (``differences.csv``): each policy's score minus uniform's on **test** (and
   every benchmark split the grid scored), per ability (the C-Eval sets included), ``macro``
   (the in-domain abilities' mean) and ``overall`` (every test ability's mean), with a paired
@@ -131,7 +134,7 @@ def compare(
     from doit.analysis.study import read_study
 
     s = result.options.settings
-    rows = read_study(study, s.formulation, s.cell_formulation)
+    rows = read_study(study, s.formulation, s.cell_formulation, s.formulation_split)
     table = rows.table[rows.table["construction"] == "mix"]
     table = table.assign(mix=table["mix"].map(policy_of))
     items = [rows.items]
@@ -152,12 +155,34 @@ def compare(
     )
     selected = select_checkpoints(table, "last")
     return {
-        "calibration": calibration(result, valid),
+        "calibration": calibration(result, valid, in_sample(result, reused)),
         "differences": differences(selected, items, reps, seed),
     }
 
 
-def calibration(result: Result, valid) -> pd.DataFrame:
+def in_sample(result: Result, reused: dict[int, str] | None = None) -> set[str]:
+    """The policies whose measured cells are cells the curves were fitted to: the baseline
+    when the study's own cells stand for it (``reused``), and every policy whose mix gives each
+    ability what a fitted cell of the target gave it (a uniform or leave-one-out cell, a
+    random mix: `evidence.cell_counts` of the analysed cells)."""
+    from doit.analysis.curriculum.evidence import cell_counts
+
+    a, ev = result.evidence.analysis, result.evidence
+    fitted = cell_counts(a.selected[a.selected["base"] == ev.target]).values()
+    same = [
+        name
+        for name, alloc in result.allocations.items()
+        if any(
+            all(float(alloc.counts.get(k, 0)) == cell.get(k, 0.0) for k in ev.abilities)
+            for cell in fitted
+        )
+    ]
+    return set(same) | ({result.baseline.policy} if reused else set())
+
+
+def calibration(result: Result, valid, fitted: set[str] = frozenset()) -> pd.DataFrame:
+    """calibration.csv: a row per policy and ability measured; ``in_sample`` marks the
+    policies in ``fitted`` (`in_sample`), which the report's calibration leaves out."""
     pred = result.table[result.table["ability"] != MACRO]
     rows = []
     for r in pred.itertuples():
@@ -183,6 +208,7 @@ def calibration(result: Result, valid) -> pd.DataFrame:
                 "z": z,
                 "covered": bool(abs(z) < Z) if np.isfinite(z) else False,
                 "seeds": int(valid.points["seeds"].iloc[i]),
+                "in_sample": r.policy in fitted,
             }
         )
     return pd.DataFrame(rows)
@@ -244,19 +270,31 @@ def _diff_row(policy, split, ability, diff: Estimate, uniform, score, method) ->
     }
 
 
+def calibration_text(cal: pd.DataFrame) -> str:
+    """The calibration sentence, over the out-of-sample predictions only (the in-sample ones,
+    cells the curves were fitted to, named and left out)."""
+    inside = cal["in_sample"].astype(bool) if "in_sample" in cal else pd.Series(False, cal.index)
+    out, named = cal[~inside], ", ".join(sorted(set(cal.loc[inside, "policy"])))
+    left = (
+        f" The {int(inside.sum())} in-sample predictions ({named}: a mix the curves were "
+        "fitted to) are left out of these numbers (in_sample in the table)."
+        if inside.any()
+        else ""
+    )
+    if out.empty:
+        return "Calibration on valid: no out-of-sample prediction to calibrate." + left
+    return (
+        f"Calibration on valid, out of sample: mean absolute error "
+        f"{out['error'].abs().mean():.2f} points, {int(out['covered'].sum())} of {len(out)} "
+        f"(policy, ability) predictions within their combined 95% interval." + left
+    )
+
+
 def blocks(tables: dict[str, pd.DataFrame]) -> list[tuple[str, object]]:
     cal, diff = tables["calibration"], tables["differences"]
     out = [("h2", "Validation: the policies trained, against uniform")]
     if len(cal):
-        out.append(
-            (
-                "p",
-                f"Calibration on valid: mean absolute error "
-                f"{cal['error'].abs().mean():.2f} points, {100 * cal['covered'].mean():.0f}% "
-                f"of {len(cal)} (policy, ability) predictions within their combined 95% "
-                "interval.",
-            )
-        )
+        out.append(("p", calibration_text(cal)))
     head = diff[(diff["split"] == "test") & diff["ability"].isin([MACRO, "overall"])]
     out += [
         ("h3", "Test: difference from uniform (paired item bootstrap, 95% CI)"),
