@@ -5,13 +5,37 @@ seeds are pooled. The scored items are those of ``splits`` (default the test spl
 few items pools valid and test, as the micro study does: items of different splits are distinct
 items). Each replicate
 
-1. resamples, per point with >= 2 seeds, its seeds with replacement (seeds first), then
-2. resamples one set of item ids per ability, shared by every cell (the same items appear in
+1. resamples one set of item ids per ability, shared by every cell (the same items appear in
    every cell, so differences between cells are paired), and counts each cell's correct
-   answers among the drawn items.
+   answers among the drawn items, then
+2. gives every trained cell a training-seed effect: its replicate score moves by a draw of
+   the ability's seed component on the logit scale (below), the same standard-normal draw for
+   a cell's every ability (an untuned base, n = 0, has no training seed and no draw). A point
+   with s seeds pools its s cells, so it gets the mean of s draws; a paired difference of two
+   cells gets both cells' draws. Seeds are not resampled (two seeds resampled with
+   replacement halve their variance).
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
 pairing, and ``Counts.method`` says so.
+
+**The seed component** (``SeedComponent``, one per ability; ``Counts.seed_table``): the SD of
+a training seed's effect on the logit of a cell's score (logit units; the scale of
+``seed_sd``). A seed effect u moves a score p by about p (1 - p) u. At every point with s >= 2
+seeds, on the items all its seeds scored (m of them): B, the seeds' score variance (ddof 1),
+is the seed part (p (1 - p))^2 sd^2 plus the item-outcome part W = sum_i v_i / m^2, v_i the
+variance of item i's 0/1 outcomes over the seeds (ddof 1: within an item, so the items'
+spread of difficulty is not counted as noise); without per-item rows W = mean p (1 - p) /
+(m - 1), the binomial one. Pooled over the ability's points with weights s - 1 (method of
+moments, truncated at 0): sd^2 = max(T - N, 0), T = sum (s-1) B / sum (s-1) (p (1-p))^2, N the
+same sum of W, on df = sum (s - 1) degrees of freedom. Its uncertainty: each replicate draws
+its own T_r = T df / chi2_df (the scaled-inverse-chi-square spread of a variance estimated on
+df degrees of freedom) and moves its cells with sd_r = sqrt(max(T_r - N, 0)); ``seed_sd_lo``
+/ ``_hi`` are the interval of those. No point with >= 2 seeds: the prior ``seed_sd`` when given
+(every replicate's sd_r), else none (intervals cover item sampling only). ``Counts.resamples``
+says which: ``ITEMS``, ``SEEDS`` or ``prior_phrase(seed_sd)``. A planted or latent seed effect
+on items' logits shows up smaller on this scale where items differ in difficulty or scores
+have a floor and a ceiling below 1; the estimate and its use share the scale, and a prior
+measured by this estimator on another study transfers.
 
 Scores, paired differences and macros are read only through ``Counts``' methods (``score``,
 ``scores``, ``pooled``, ``difference``, ``macro``, ``tally`` for a binomial fit), each an
@@ -27,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit, logit
 from scipy.stats import norm
 
 from doit.data import macro as macro_rule
@@ -34,6 +59,14 @@ from doit.data import macro as macro_rule
 POINT = ["base", "params", "construction", "mix", "n_per_ability", "n_total", "excluded_ability"]
 REPLICATES = 1000  # bootstrap replicates unless asked otherwise (every analysis command's default)
 PAIRED, BINOMIAL = "paired item bootstrap", "binomial resampling of each cell (no per-item rows)"
+ITEMS, SEEDS = "items", "items and seeds"  # what an interval resamples (Counts.resamples)
+SEED_STREAM = 29  # the seed effects' own random stream: the item draws stay those of `seed`
+TRAINED = "trained_cell"  # optional: the training a row's cell scores (one seed draw per training)
+
+
+def prior_phrase(seed_sd: float) -> str:
+    """What an interval resamples when the seed component is the prior ``seed_sd``."""
+    return f"items and a seed prior (seed_sd={seed_sd:g})"
 
 
 LEVEL = 0.95  # every interval of the analysis is a 95% interval
@@ -128,6 +161,29 @@ class Tally:
     items_reps: np.ndarray
 
 
+SEED_COLUMNS = ["ability", "seed_sd", "seed_sd_lo", "seed_sd_hi", "seed_df", "seed_points"]
+SEED_COLUMNS += ["resamples"]
+
+
+@dataclass(frozen=True)
+class SeedComponent:
+    """An ability's training-seed SD in item-logit units: ``sd`` (the estimate or the prior),
+    ``reps`` (R,) the SD each replicate draws with, on ``df`` degrees of freedom from
+    ``points`` points of >= 2 seeds (module docstring)."""
+
+    ability: str
+    sd: float
+    reps: np.ndarray
+    df: int
+    points: int
+    resamples: str
+
+    def row(self) -> dict:
+        lo, hi = (np.nan, np.nan) if self.df == 0 else interval(self.sd, self.reps)
+        values = (self.ability, self.sd, lo, hi, self.df, self.points)
+        return dict(zip(SEED_COLUMNS, (*values, self.resamples)))
+
+
 @dataclass
 class Counts:
     """``points``: one row per (grid point, ability) over the scored splits, with the pooled
@@ -138,10 +194,27 @@ class Counts:
     k: np.ndarray
     m: np.ndarray
     method: str
+    seed_components: tuple[SeedComponent, ...] = ()
 
     @property
     def replicates(self) -> int:
         return self.k.shape[0]
+
+    @property
+    def resamples(self) -> str:
+        """What an interval resamples: ``ITEMS``, ``SEEDS`` or ``prior_phrase(seed_sd)``;
+        abilities that differ (some without a point of >= 2 seeds) are named."""
+        said = {c.ability: c.resamples for c in self.seed_components}
+        if not said:
+            return ITEMS
+        common = max(set(said.values()), key=list(said.values()).count)
+        others = [f"{ability}: {what}" for ability, what in said.items() if what != common]
+        return common + (f" ({'; '.join(others)})" if others else "")
+
+    @property
+    def seed_table(self) -> pd.DataFrame:
+        """One row per ability: its seed component (module docstring) and its interval."""
+        return pd.DataFrame([c.row() for c in self.seed_components], columns=SEED_COLUMNS)
 
     def column(self, ability: str, **where) -> int:
         """The index of the one point of ``ability`` whose columns equal ``where``
@@ -197,6 +270,25 @@ class Counts:
             self.m[:, columns],
         )
 
+    def redraw(self, column: int, scores, rng: np.random.Generator) -> np.ndarray:
+        """A fresh observation of point ``column`` per replicate score (points) in ``scores``:
+        its seeds' mean seed draw (its ability's component) on the logit scale, then
+        Binomial(m, p) / m over its m items (a prediction interval's noise)."""
+        p = np.clip(np.asarray(scores, float) / 100, 0, 1)
+        sd = self._seed_reps(str(self.points["ability"].iloc[column]), len(p))
+        if np.any(sd):
+            seeds = int(self.points["seeds"].iloc[column])
+            z = rng.standard_normal((len(p), seeds)).mean(1)
+            p = expit(logit(np.clip(p, 1e-9, 1 - 1e-9)) + sd * z)
+        m = self.items(column)
+        return percent(rng.binomial(m, p), m)
+
+    def _seed_reps(self, ability: str, replicates: int) -> np.ndarray:
+        for c in self.seed_components:
+            if c.ability == ability and len(c.reps) == replicates:
+                return c.reps
+        return np.zeros(replicates)
+
     def items(self, column: int) -> int:
         """The items point ``column`` scored (seeds pooled)."""
         return int(self.points["m"].iloc[column])
@@ -222,7 +314,10 @@ def bootstrap_counts(
     replicates: int = REPLICATES,
     seed: int = 0,
     splits: tuple[str, ...] = ("test",),
+    seed_sd: float | None = None,
 ) -> Counts:
+    """The replicate counts of ``selected``'s points (module docstring); ``seed_sd``: the seed
+    component's prior (item-logit SD) for abilities without a point of >= 2 seeds."""
     rng = np.random.default_rng(seed)
     splits = (splits,) if isinstance(splits, str) else tuple(splits)
     rows = selected[selected["split"].isin(splits) & selected["n_items"].notna()].copy()
@@ -240,21 +335,108 @@ def bootstrap_counts(
         rows = rows[rows["score"].notna()]
     rows = _pool_splits(rows)
     rows["point"] = _point_ids(rows)
-    parts, kk, mm = [], [], []
+    effects = _CellDraws(_trainings(rows), replicates, np.random.default_rng([seed, SEED_STREAM]))
+    parts, kk, mm, components = [], [], [], []
     for ability, block in rows.groupby("ability", sort=True):
         block = block.sort_values(["point", "seed", "cell"], ignore_index=True)
         if paired:
-            k_cell, m_cell, k0, m0 = _paired(block, items, ability, splits, replicates, rng)
+            k_cell, m_cell, k0, m0, moments = _paired(
+                block, items, ability, splits, replicates, rng
+            )
         else:
             k_cell, m_cell, k0, m0 = _binomial(block, replicates, rng)
-        pts, k, m = _pool_seeds(block, k_cell, m_cell, k0, m0, rng)
+            moments = _binomial_moments(_seed_groups(block), k0, m0)
+        component = seed_component(ability, moments, seed_sd, effects.rng, replicates)
+        z = effects.of(_trainings(block))
+        shift = component.reps[:, None] * z
+        pts, k, m = _pool_seeds(block, _moved(k_cell, m_cell, shift), m_cell, k0, m0)
         parts.append(pts)
         kk.append(k)
         mm.append(m)
+        components.append(component)
     if not parts:
         raise ValueError(f"no scored {' or '.join(map(repr, splits))} rows to analyse")
     points = pd.concat(parts, ignore_index=True)
-    return Counts(points, np.hstack(kk), np.hstack(mm), PAIRED if paired else method)
+    method = PAIRED if paired else method
+    return Counts(points, np.hstack(kk), np.hstack(mm), method, tuple(components))
+
+
+def _trainings(rows: pd.DataFrame) -> pd.Series:
+    """The training each row's cell scores (``TRAINED``, else its cell); None for an untuned
+    base (n = 0: no training, no seed)."""
+    trained = (rows[TRAINED] if TRAINED in rows else rows["cell"]).astype(str)
+    return trained.where(rows["construction"].astype(str) != "base", None)
+
+
+class _CellDraws:
+    """One standard-normal seed draw per (replicate, training), shared by its abilities; 0
+    for rows without a training (``_trainings``)."""
+
+    def __init__(self, trainings: pd.Series, replicates: int, rng: np.random.Generator):
+        names = sorted(trainings.dropna().unique())
+        self.rng = rng
+        self.column = {name: j for j, name in enumerate(names)}
+        self.z = np.hstack(
+            [rng.standard_normal((replicates, len(names))), np.zeros((replicates, 1))]
+        )
+
+    def of(self, trainings: pd.Series) -> np.ndarray:
+        return self.z[:, [self.column.get(t, -1) for t in trainings]]
+
+
+def seed_component(
+    ability: str, moments: np.ndarray, prior: float | None, rng, replicates: int
+) -> SeedComponent:
+    """The ability's seed component from its points' moments (rows: s - 1, B, W, p (1 - p);
+    module docstring), else the prior, else none."""
+    w, between, within, slope = moments.T if len(moments) else np.zeros((4, 0))
+    df, information = int(w.sum()), float(np.sum(w * slope**2))
+    if df == 0 or information <= 0:
+        sd = 0.0 if prior is None else float(prior)
+        what = ITEMS if prior is None else prior_phrase(prior)
+        return SeedComponent(ability, sd, np.full(replicates, sd), 0, 0, what)
+    total = float(np.sum(w * between)) / information
+    noise = float(np.sum(w * within)) / information
+    reps = np.sqrt(np.maximum(total * df / rng.chisquare(df, replicates) - noise, 0.0))
+    sd = float(np.sqrt(max(total - noise, 0.0)))
+    return SeedComponent(ability, sd, reps, df, len(moments), SEEDS)
+
+
+def _moved(k: np.ndarray, m: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Correct counts ``k`` of ``m`` items moved by ``shift`` on the logit scale of the score
+    (smoothed by half an item; unmoved where the shift is 0), kept inside [0, m]."""
+    if not np.any(shift):
+        return k
+    p = (k + 0.5) / (m + 1)
+    return np.clip(k + m * (expit(logit(p) + shift) - p), 0, m)
+
+
+def _seed_groups(block: pd.DataFrame) -> list[np.ndarray]:
+    """The row indices of each point's cells, for points with >= 2 seeds."""
+    return [idx for idx in block.groupby("point", sort=True).indices.values() if len(idx) >= 2]
+
+
+def _item_moments(groups, correct: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Per point of >= 2 seeds, on the items all its seeds scored: s - 1, B, W, p (1 - p)."""
+    rows = []
+    for idx in groups:
+        y = correct[np.ix_(idx, present[idx].all(0))]
+        m = y.shape[1]
+        if m >= 2:
+            w = y.var(0, ddof=1).sum() / m**2
+            rows.append((len(idx) - 1, y.mean(1).var(ddof=1), w, y.mean() * (1 - y.mean())))
+    return np.array(rows, float).reshape(-1, 4)
+
+
+def _binomial_moments(groups, k0: np.ndarray, m0: np.ndarray) -> np.ndarray:
+    """``_item_moments`` from the cells' counts alone (the binomial item-outcome variance)."""
+    rows = []
+    for idx in groups:
+        p, m = k0[idx] / m0[idx], m0[idx]
+        if m.min() >= 2:
+            w = np.mean(p * (1 - p) / (m - 1))
+            rows.append((len(idx) - 1, p.var(ddof=1), w, p.mean() * (1 - p.mean())))
+    return np.array(rows, float).reshape(-1, 4)
 
 
 def _pool_splits(rows: pd.DataFrame) -> pd.DataFrame:
@@ -284,7 +466,8 @@ def _point_ids(rows: pd.DataFrame) -> pd.Series:
 
 
 def _paired(block, items, ability, splits, replicates, rng):
-    """Per cell: (R, cells) correct counts and items scored under shared item draws."""
+    """Per cell: (R, cells) correct counts and items scored under shared item draws, the
+    cells' counts, and the seed moments of the block's points (``_item_moments``)."""
     mine = items[(items["ability"] == ability) & items["split"].isin(splits)]
     keys = block[["cell", "epoch"]].assign(row=np.arange(len(block)))
     mine = mine.merge(keys, on=["cell", "epoch"], how="inner")
@@ -301,7 +484,8 @@ def _paired(block, items, ability, splits, replicates, rng):
         raise ValueError(f"per-item rows are missing for {ability} in cell(s) {cells}")
     draws = rng.integers(0, n, size=(replicates, n)) + n * np.arange(replicates)[:, None]
     weights = np.bincount(draws.ravel(), minlength=replicates * n).reshape(replicates, n)
-    return weights @ correct.T, weights @ present.T, correct.sum(1), present.sum(1)
+    moments = _item_moments(_seed_groups(block), correct, present)
+    return weights @ correct.T, weights @ present.T, correct.sum(1), present.sum(1), moments
 
 
 def _binomial(block, replicates, rng):
@@ -311,9 +495,8 @@ def _binomial(block, replicates, rng):
     return k, np.broadcast_to(m0, k.shape).copy(), k0, m0
 
 
-def _pool_seeds(block, k_cell, m_cell, k0, m0, rng):
-    """Sum each point's seeds, resampling seeds with replacement per replicate (>= 2 seeds)."""
-    replicates = k_cell.shape[0]
+def _pool_seeds(block, k_cell, m_cell, k0, m0):
+    """Sum each point's seeds (every seed once: their variance is the seed draws')."""
     groups = list(block.groupby("point", sort=True).indices.values())
     columns = [*POINT, "ability", "arch"]
     firsts = block.iloc[[idx[0] for idx in groups]]  # a point's columns, nulls kept as pd.NA
@@ -322,21 +505,18 @@ def _pool_seeds(block, k_cell, m_cell, k0, m0, rng):
     ]
     chance = block["chance"].astype(float)
     cells = block["cell"].astype(str).to_numpy()
-    means, k, m, seeds, names, ks, ms = [], [], [], [], [], [], []
-    for idx in groups:
-        if len(idx) >= 2:
-            w = rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=replicates)
-        else:
-            w = np.ones((replicates, 1))
-        ks.append((w * k_cell[:, idx]).sum(1))
-        ms.append((w * m_cell[:, idx]).sum(1))
-        means.append(chance.iloc[idx].mean())
-        k.append(k0[idx].sum())
-        m.append(m0[idx].sum())
-        seeds.append(len(idx))
-        names.append(",".join(cells[idx]))
     out = [
-        {**row, "chance": c, "k": k_, "m": m_, "score": percent(k_, m_), "seeds": n, "cells": cs}
-        for row, c, k_, m_, n, cs in zip(firsts, means, k, m, seeds, names)
+        {
+            **row,
+            "chance": chance.iloc[idx].mean(),
+            "k": k0[idx].sum(),
+            "m": m0[idx].sum(),
+            "score": percent(k0[idx].sum(), m0[idx].sum()),
+            "seeds": len(idx),
+            "cells": ",".join(cells[idx]),
+        }
+        for row, idx in zip(firsts, groups)
     ]
-    return pd.DataFrame(out), np.column_stack(ks), np.column_stack(ms)
+    k = np.column_stack([k_cell[:, idx].sum(1) for idx in groups])
+    m = np.column_stack([m_cell[:, idx].sum(1) for idx in groups])
+    return pd.DataFrame(out), k, m

@@ -182,7 +182,7 @@ def compare_norms(
     normalisation, the score over every item of the abilities with text-formulation items
     (every cell, seeds pooled), and per pair the difference, each with its 95% CI, all from
     one paired item bootstrap (``doit.analysis.bootstrap``: the same item draws for every
-    normalisation and cell; seeds resampled per grid point). Rows ``all`` and per ability."""
+    normalisation and cell; a checkpoint's seed draw shared by its normalisations). Rows ``all`` and per ability."""
     from doit.analysis.bootstrap import bootstrap_counts
     from doit.eval.kinds import NORMS
     from doit.grid import rescore
@@ -192,7 +192,8 @@ def compare_norms(
     for norm in norms:
         r, i = rescore(study, norm, splits)
         mine = set(i.loc[i["answer_kind"].isin(TEXT_KINDS), "ability"])
-        rows.append(r[r["ability"].isin(mine)].assign(cell=r["cell"] + "|" + norm, mix=norm))
+        mine_rows = r[r["ability"].isin(mine)].assign(trained_cell=r["cell"])  # one seed draw
+        rows.append(mine_rows.assign(cell=r["cell"] + "|" + norm, mix=norm))
         items.append(i[i["ability"].isin(mine)].assign(cell=i["cell"] + "|" + norm))
     counts = bootstrap_counts(
         pd.concat(rows), pd.concat(items), replicates, seed, splits=tuple(splits)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from doit.analysis.bootstrap import PAIRED
+from doit.analysis.bootstrap import ITEMS, PAIRED
 from doit.analysis.fits import same_n_rows
 
 NEED_DATA = "data fits need >= 2 distinct n > 0 per base"
@@ -35,6 +35,25 @@ def shape(points: pd.DataFrame) -> dict:
     return {"n_per_base": n_per_base, "bases_per_n": bases_per_n, "untuned": untuned}
 
 
+def seed_notes(counts) -> list[str]:
+    """What the intervals' training-seed part rests on, where it is not measured."""
+    table = counts.seed_table
+    prior = table[table["resamples"].str.startswith("items and a seed prior")]
+    if len(prior):
+        return [
+            f"No grid point has >= 2 training seeds for {len(prior)} of {len(table)} "
+            f"abilities: their intervals rest on the seed prior --seed-sd "
+            f"{prior['seed_sd'].iloc[0]:g} (logit units), not on a measured seed variance."
+        ]
+    if (table["resamples"] == ITEMS).any():
+        return [
+            "Intervals cover item sampling only: no grid point has >= 2 training seeds and "
+            "no --seed-sd was given, so they omit seed-to-seed variation (--seed-sd gives "
+            "a prior: doit/analysis/README.md, Intervals)."
+        ]
+    return []
+
+
 def study_notes(a) -> list[str]:
     """Sentences for the report: what could not be computed, and why."""
     notes = []
@@ -44,6 +63,7 @@ def study_notes(a) -> list[str]:
             f"No paired item bootstrap: {method}; CIs on differences between cells are "
             "wider than a paired bootstrap's."
         )
+    notes += seed_notes(a.counts)
     cells = a.selected.drop_duplicates("cell")
     tuned = cells[cells["construction"] != "base"]
     if len(tuned) and tuned["fallback"].any():
@@ -89,9 +109,10 @@ def study_notes(a) -> list[str]:
         )
     if s["untuned"]:
         notes.append(
-            "n = 0 (untuned base) cells are not fitted (log 0 is undefined); they are "
-            "drawn at the left edge of the data figures and anchor the transference "
-            "proxy."
+            "n = 0 (untuned base) cells are no point on the log-n axis (log 0 is "
+            "undefined): each is its base's data curves' floor (their n -> 0 value, "
+            "resampled with the other points), drawn at the left edge of the data "
+            "figures, and the reference of the transference proxy."
         )
     stuck = [r["ability"] for _, r in a.sensitivity.iterrows() if "no item variance" in r["note"]]
     if stuck:

@@ -86,7 +86,9 @@ class Analysis:
     @cached_property
     def counts(self):
         s = self.settings
-        return bootstrap_counts(self.selected, self.items, s.replicates, s.seed, (s.split,))
+        return bootstrap_counts(
+            self.selected, self.items, s.replicates, s.seed, (s.split,), s.seed_sd
+        )
 
     @cached_property
     def curves(self):
@@ -95,9 +97,10 @@ class Analysis:
 
     @cached_property
     def fits(self) -> pd.DataFrame:
-        return fits_table(self.curves).assign(
+        table = fits_table(self.curves).assign(
             rule=self.settings.rule, uncertainty=self.counts.method
         )
+        return self.stated(table)
 
     @cached_property
     def sensitivities(self) -> Sensitivities:
@@ -110,7 +113,9 @@ class Analysis:
     @property
     def sensitivity(self) -> pd.DataFrame:
         s = self.settings
-        return self.sensitivities.table.assign(rule=s.rule, delta=s.delta)
+        seeds = self.counts.seed_table.drop(columns="resamples")
+        table = self.sensitivities.table.merge(seeds, on="ability", how="left")
+        return self.stated(table.assign(rule=s.rule, delta=s.delta))
 
     @cached_property
     def limits(self) -> list[str]:
@@ -119,7 +124,8 @@ class Analysis:
 
     @cached_property
     def predictions(self) -> pd.DataFrame:
-        return predictions(self.counts, self.settings.seed).assign(rule=self.settings.rule)
+        table = predictions(self.counts, self.settings.seed).assign(rule=self.settings.rule)
+        return self.stated(table)
 
     @property
     def prediction_summary(self) -> pd.DataFrame:
@@ -134,7 +140,7 @@ class Analysis:
                 out = out.merge(extra[cols], on="ability", how="left")
         if "complexity" not in out:
             out["complexity"] = float("nan")
-        return out.assign(rule=self.settings.rule)
+        return self.stated(out.assign(rule=self.settings.rule))
 
     @cached_property
     def extra_features(self) -> pd.DataFrame | None:
@@ -144,7 +150,19 @@ class Analysis:
     @cached_property
     def explain(self) -> pd.DataFrame:
         sens = self.sensitivities
-        return feat.explain(sens.table, sens.replicates, self.features, seed=self.settings.seed)
+        table = feat.explain(sens.table, sens.replicates, self.features, seed=self.settings.seed)
+        return table.assign(resamples=self.counts.resamples)
+
+    def stated(self, table: pd.DataFrame) -> pd.DataFrame:
+        """``table`` with a ``resamples`` column: what its intervals resample, per ability
+        (``Counts.resamples``'s phrase where a row has no ability of its own)."""
+        said = self.counts.seed_table.set_index("ability")["resamples"]
+        rows = (
+            table["ability"].map(said)
+            if "ability" in table
+            else pd.Series(None, table.index, object)
+        )
+        return table.assign(resamples=rows.fillna(self.counts.resamples).astype(object))
 
     @cached_property
     def planted(self) -> pd.DataFrame | None:

@@ -2,7 +2,8 @@
 largest n from the smaller ones, per ability, with 95% prediction intervals.
 
 The interval combines the fit's bootstrap replicates (each with its own form choice) with the
-held-out cell's own binomial item noise: a replicate's prediction p_r gives a draw
+held-out cell's own noise (``Counts.redraw``): a replicate's prediction p_r, moved by its
+seeds' mean seed draw where the study has a seed component (bootstrap.py), gives a draw
 Binomial(m, p_r) / m for the held-out cell's m items, and the interval is the analysis's
 bias-corrected percentile interval of those draws around the prediction. Errors are reported in the terms of the
 model-ladder work on task scaling laws (Bhagia et al., 2024: four tasks of 7B/13B models within
@@ -14,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from doit.analysis.bootstrap import Counts, interval, percent
-from doit.analysis.fits import fit_series, same_n_rows
+from doit.analysis.bootstrap import Counts, interval
+from doit.analysis.fits import fit_series, same_n_rows, untuned_floor
 
 LADDER_WITHIN, LADDER_HARD_MAE = 2.0, 6.9  # Bhagia et al. (2024)
 COLUMNS = [
@@ -56,13 +57,17 @@ def _holdout(counts, block, column, log_base, name, rng) -> list[dict]:
     train, test = block.index[~target].to_numpy(), block.index[target].to_numpy()
     tr, t = counts.points.loc[train], counts.tally(train)
     chance = float(tr["chance"].mean()) / 100
-    fit = fit_series(tr[column], t.correct, t.items, chance, t.correct_reps, t.items_reps, log_base)
+    floor = None  # the size axis: the chance prior; the data axis: the base's untuned cell
+    if column == "n_per_ability":
+        floor = untuned_floor(counts, tr["ability"].iloc[0], tr["base"].iloc[0])
+    fit = fit_series(
+        tr[column], t.correct, t.items, chance, t.correct_reps, t.items_reps, log_base, floor
+    )
     out = []
     for i in test:
         row = counts.points.loc[i]
         point, reps = fit.curve([row[column]])
-        m = counts.items(i)
-        draws = percent(rng.binomial(m, np.clip(reps[:, 0] / 100, 0, 1)), m)
+        draws = counts.redraw(i, reps[:, 0], rng)
         lo, hi = interval(float(point[0]), draws)
         observed = float(row["score"])
         out.append(

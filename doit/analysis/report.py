@@ -117,9 +117,11 @@ def _detail_blocks(a, figures):
         ),
         (
             "p",
-            f"Uncertainty: {a.counts.method}, {a.counts.replicates} replicates"
+            f"Uncertainty: {a.counts.method}, {a.counts.replicates} replicates; intervals "
+            f"resample {a.counts.resamples}"
             + (
-                " (seeds resampled first where a cell has several)."
+                " (each cell's replicate score moved by a draw of its ability's seed SD; "
+                "seeds are not resampled)."
                 if "paired" in a.counts.method
                 else ". Without per-item rows the cells are not paired, so CIs on differences "
                 "between cells are wider than a paired bootstrap's."
@@ -144,9 +146,11 @@ def _detail_blocks(a, figures):
         ("h3", "Fits"),
         (
             "p",
-            f"Three forms per series (logistic in log n with the chance floor fixed and a "
-            f"ceiling of 100; log-linear; the logistic with a free ceiling, from four points), "
-            f"chosen by {CRITERION}. {len(weak)} of {len(chosen)} series chose with a gap "
+            f"Three forms per series (logistic in log n from its floor to a ceiling of 100; "
+            f"log-linear; the logistic with a free ceiling, from four points, which falls when "
+            f"the ceiling is below the floor), chosen by {CRITERION}; the floor (`floor_source`) "
+            f"is the base's untuned (n = 0) score where it has one, resampled, else estimated "
+            f"with the kind's chance as its prior. {len(weak)} of {len(chosen)} series chose with a gap "
             f"under {MEANINGFUL_IC_GAP:g}: there the choice means little, and the "
             "replicates choose their own form, so the CIs carry that doubt.",
         ),

@@ -8,7 +8,7 @@ Definitions (the same whatever form won, since they read the fitted curves):
 - ``size_sensitivity``: (fitted score at the largest base - at the smallest) /
   log2(params_max / params_min), points per doubling, averaged over n;
 - ``saturation_n``: the smallest n at which the base-averaged fitted data curve has made 95%
-  of its rise from chance to its ceiling (100 for the logistic form, the fitted ceiling for
+  of its rise from its floor (the curve's n -> 0 value, ``fits.py``) to its ceiling (100 for the logistic form, the fitted ceiling for
   the free-ceiling form; a log-linear curve has none and never saturates); empty when that n
   lies beyond the grid. Its 95% CI (``saturation_n_lo``/``_hi``) comes from the same point on
   every replicate's curve (a replicate that does not saturate inside the grid counts as beyond
@@ -118,7 +118,7 @@ SATURATED = 0.95  # the share of its rise (chance -> ceiling) at which a curve h
 
 def saturation_n(fits: list, share: float = SATURATED) -> float:
     """The smallest n where the base-averaged fitted curve has made ``share`` of its rise from
-    chance to its ceiling; NaN when it has no ceiling (log-linear) or gets there beyond the grid."""
+    its floor to its ceiling; NaN when it has no ceiling (log-linear) or gets there beyond the grid."""
     return saturation(fits, share)[0]
 
 
@@ -131,16 +131,21 @@ def saturation(fits: list, share: float = SATURATED) -> tuple[float, float, floa
     if hi <= lo:
         return (np.nan,) * 4
     n = np.geomspace(lo, hi, 200)
-    floor = 100 * np.mean([f.chance for f in fits])
-    curves, tops = zip(*((f.curve(n), f.asymptote()) for f in fits))
+    curves, tops, floors = zip(*((f.curve(n), f.asymptote(), f.floor()) for f in fits))
     point = first_reaching(
-        np.mean([c[0] for c in curves], 0), np.mean([t[0] for t in tops]), floor, n, share
+        np.mean([c[0] for c in curves], 0),
+        np.mean([t[0] for t in tops]),
+        np.mean([b[0] for b in floors]),
+        n,
+        share,
     )
     if any(c[1] is None for c in curves):
         return point, np.nan, np.nan, np.nan
     rep_curves = np.mean([c[1] for c in curves], 0)  # (R, len n)
-    rep_tops = np.mean([t[1] for t in tops], 0)  # (R,)
-    reps = np.array([first_reaching(c, t, floor, n, share) for c, t in zip(rep_curves, rep_tops)])
+    rep_tops, rep_floors = (np.mean([v[1] for v in vs], 0) for vs in (tops, floors))  # (R,)
+    reps = np.array(
+        [first_reaching(c, t, b, n, share) for c, t, b in zip(rep_curves, rep_tops, rep_floors)]
+    )
     beyond = np.where(np.isnan(reps), np.inf, reps)  # not inside the grid: beyond it
     ci_lo, ci_hi = interval(np.inf if np.isnan(point) else point, beyond, method="inverted_cdf")
     return point, _finite(ci_lo), _finite(ci_hi), float(np.mean(~np.isnan(reps)))

@@ -42,6 +42,15 @@ class Settings:
         metadata={"type": at_least(0, float), "help": "equivalence margin, points"},
     )
     seed: int = field(default=0, metadata={"type": int, "help": "bootstrap seed"})
+    seed_sd: float | None = field(
+        default=None,
+        metadata={
+            "type": at_least(0, float),
+            "help": "a prior for the training-seed SD (logit units, bootstrap.py) used where "
+            "no grid point has >= 2 seeds; none by default: intervals then cover item "
+            "sampling only (the micro models measured 0.15: doit/analysis/README.md, Seed variance)",
+        },
+    )
     formulation: str = field(
         default=MAX,
         metadata={
@@ -78,6 +87,8 @@ class Settings:
             raise ValueError(
                 f"settings: replicates {self.replicates} (>= 1), delta {self.delta} (>= 0)"
             )
+        if self.seed_sd is not None and not self.seed_sd >= 0:
+            raise ValueError(f"settings: seed_sd {self.seed_sd} (>= 0)")
 
 
 def add_flags(parser, defaults: Settings = Settings(), why: str = "") -> None:

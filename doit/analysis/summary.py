@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from doit.analysis.bootstrap import ITEMS, SEEDS
 from doit.analysis.sensitivity import AXES, CLASSES
 from doit.data import abilities as ab
 
@@ -91,10 +92,28 @@ def curriculum_gain(differences: pd.DataFrame | None, policy: str = "marginal"):
     return None if row.empty else row.iloc[0]
 
 
+def resampled(counts) -> str:
+    """A sentence on what the intervals resample (``Counts.resamples``), for the headline."""
+    what = counts.resamples
+    if what == ITEMS:
+        return (
+            "Intervals cover item sampling only: no grid point has two training seeds and no "
+            "--seed-sd prior was given, so seed-to-seed variation is not in them."
+        )
+    if what == SEEDS:
+        return (
+            "Intervals resample items and training seeds (a seed SD per ability, estimated "
+            "from the grid points with two or more seeds; sensitivity.csv's seed_sd)."
+        )
+    return f"Intervals resample {what}."
+
+
 def _gain_text(gain, budget: int | None, base: str | None, seeds: int) -> str:
     from doit.analysis.curriculum.policies import baseline  # the curriculum imports the report
 
     over = "items only, one training seed" if seeds < 2 else f"items and {seeds} seeds"
+    if "resamples" in gain and isinstance(gain["resamples"], str):
+        over = gain["resamples"]
     at = f" at {budget} items" if budget else ""
     on = f" on {base}" if base else ""
     return (
@@ -138,7 +157,9 @@ def headline(a, gain=None, budget=None, base=None, seeds: int = 1) -> str:
     if gain is not None:
         text = _gain_text(gain, budget, base, seeds)
         parts.append(text[0].upper() + text[1:] + ".")
-    return " ".join(parts) or "No data sensitivity could be measured (see the limits below)."
+    if not parts:
+        parts.append("No data sensitivity could be measured (see the limits below).")
+    return " ".join([*parts, resampled(a.counts)])
 
 
 def summary_lines(
@@ -154,7 +175,10 @@ def summary_lines(
     """At most ten lines for a terminal (`recipes/demo.py`)."""
     ranked = by_data_sensitivity(a)
     done = f"{cells} cells, " if cells is not None else ""
-    lines = [f"study: synthetic micro DoIT (not DoIT); {done}{seconds / 60:.1f} min"]
+    lines = [
+        f"study: synthetic micro DoIT (not DoIT); {done}{seconds / 60:.1f} min; "
+        f"intervals resample {a.counts.resamples}"
+    ]
     if len(ranked):
         lines += [
             f"fastest with data (points per 4x items): {_named(ranked.head(2))}",

@@ -7,6 +7,7 @@ import pytest
 
 from doit.analysis.bootstrap import bootstrap_counts
 from doit.analysis.fits import (
+    Floor,
     fit_grid,
     fit_point,
     fit_replicates,
@@ -44,17 +45,18 @@ def test_vectorised_replicates_reach_the_scipy_optimum():
     t = np.log(X8) / np.log(4) - 4.5
     reps = rng.binomial(200, k / m, size=(20, 8)).astype(float)
     mm = np.broadcast_to(m, reps.shape)
+    floor = Floor.prior(0.25)
     for form in ("logistic", "loglinear", "ceiling"):
-        start = fit_point(form, t, k, m, 0.25)
-        fast = fit_replicates(form, t, reps, mm, 0.25, start)
+        start = fit_point(form, t, k, m, floor)
+        fast = fit_replicates(form, t, reps, mm, floor, start)
         for r in range(0, 20, 5):
-            slow = fit_point(form, t, reps[r], m, 0.25)
+            slow = fit_point(form, t, reps[r], m, floor)
             # the free ceiling of a series without a plateau drifts towards 100 along a ridge
             # where the likelihood barely changes: both solvers stop somewhere on it
             tol = 1e-3 if form == "ceiling" else 1e-6
             assert (
-                loglik(form, fast[r], t, reps[r], m, 0.25)
-                >= loglik(form, slow, t, reps[r], m, 0.25) - tol
+                loglik(form, fast[r], t, reps[r], m, floor.k, floor.m)
+                >= loglik(form, slow, t, reps[r], m, floor.k, floor.m) - tol
             )
 
 

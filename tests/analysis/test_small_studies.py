@@ -86,7 +86,7 @@ def test_demo_shaped_study_fits_two_point_series_and_draws_the_n0_cells(demo, tm
     assert pd.read_csv(out / "predictions.csv").empty
     md = (out / "report.md").read_text()
     assert "prediction needs >= 3 bases" in md and "fell back to their last epoch" in md
-    assert "n = 0 (untuned base) cells are not fitted" in md and "note: " in printed
+    assert "each is its base's data curves' floor" in md and "note: " in printed
     a = Analysis(str(root), Settings(replicates=30))
     for name in ("scaling_data", "macro", "heatmap"):
         fig = getattr(plots, name)(a)

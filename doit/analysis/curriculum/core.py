@@ -40,6 +40,7 @@ COLUMNS = [
     "unit",
     "rule",
     "split",
+    "resamples",  # what the intervals resample (bootstrap.Counts.resamples)
 ]
 MACRO = "macro"  # the weighted macro row of every policy
 # the columns a macro row is shown with (the CLI's printout, the report's table)
@@ -176,4 +177,5 @@ def _row(ev, alloc, ability, n, extrapolated, point, reps, gain, gain_reps) -> d
         "unit": o.unit,
         "rule": o.settings.rule,
         "split": o.settings.split,
+        "resamples": ev.analysis.counts.resamples,
     }

@@ -6,11 +6,12 @@ For K abilities and an allocation n (items per ability), ability a scores
     S_a(n) = c_a + (1 - T_a) [U_a(n_a) - c_a] + T_a [U_a(N_other / (K - 1)) - c_a]
            =       f_a(n_a)                   +       g_a(N_other)
 
-U_a: the fitted uniform-grid curve of the target base (`doit.analysis.fits`; U_a(0) = c_a, the
-chance score), N_other = sum of the other abilities' items, T_a one parameter per ability: the
+U_a: the fitted uniform-grid curve of the target base (`doit.analysis.fits`; U_a(0) is the
+curve's floor: the base's untuned score where it has an n = 0 cell), c_a the chance score,
+N_other = sum of the other abilities' items, T_a one parameter per ability: the
 share of the uniform gain an ability keeps without its own data. The form is exact at the cells
 it is fitted on: a uniform cell (n_a = N_other / (K - 1) = n) scores U_a(n), a leave-one-out cell
-(n_a = 0) scores c_a + T_a [U_a(n) - c_a]. T_a is `doit.analysis.features`' Transference:
+(n_a = 0) scores c_a + T_a [U_a(n) - c_a] when U_a(0) = c_a. T_a is `doit.analysis.features`' Transference:
 sum(L - c) / sum(U - c) over the (base, n) pairs with a uniform cell and the cell without a
 (``features.loo_sums``), each replicate its own ratio (clipped to [-1, 2]). T_a = 0 (transfer
 ignored, said in ``Transfer.note``) when the study has no cell without a, or when the uniform
@@ -71,20 +72,22 @@ def transfer_shares(counts, abilities, use: bool) -> dict[str, Transfer]:
 
 
 def point_curve(fit: SeriesFit, n) -> np.ndarray:
-    """The fitted curve's point estimate (0-100) at ``n`` (chance at n = 0), without replicates."""
+    """The fitted curve's point estimate (0-100) at ``n`` (its floor at n = 0), without
+    replicates."""
     n = np.asarray(n, float)
     safe = np.where(n > 0, n, 1.0)
-    p = probability(fit.chosen, fit.theta[fit.chosen][None], fit.to_t(safe)[None], fit.chance)[0]
-    return np.where(n > 0, 100 * p, 100 * fit.chance)
+    p = probability(fit.chosen, fit.theta[fit.chosen][None], fit.to_t(safe)[None])[0]
+    return np.where(n > 0, 100 * p, fit.floor()[0])
 
 
 def replicate_curve(fit: SeriesFit, n) -> np.ndarray | None:
-    """(R, len n) replicate curves (0-100), chance at n = 0; None without replicates."""
+    """(R, len n) replicate curves (0-100), each replicate's floor at n = 0; None without
+    replicates."""
     n = np.asarray(n, float)
     _, reps = fit.curve(np.where(n > 0, n, 1.0))
     if reps is None:
         return None
-    return np.where(n[None] > 0, reps, 100 * fit.chance)
+    return np.where(n[None] > 0, reps, fit.floor()[1][:, None])
 
 
 @dataclass

@@ -205,7 +205,11 @@ def write(result: Result, out: Path) -> list[Path]:
         out / "mixes" / f"{mix_name(p, o.budget)}.yaml": mix_text(result, p)
         for p in result.allocations
     }
-    tables = {out / "curriculum.csv": result.table, out / "transfer.csv": transfer_table(result)}
+    said = {"resamples": result.evidence.analysis.counts.resamples}  # what the intervals do
+    tables = {
+        out / "curriculum.csv": result.table,
+        out / "transfer.csv": transfer_table(result).assign(**said),
+    }
     if regression_table(result) is not None:
         tables[out / "regression.csv"] = regression_table(result)
     written = []

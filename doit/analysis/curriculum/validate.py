@@ -151,12 +151,14 @@ def compare(
         raise CurriculumError(f"{study}: no finished policy cell to compare (doit grid status)")
     reps, seed = replicates or s.replicates, s.seed
     valid = bootstrap_counts(
-        select_checkpoints(table, "last", ("valid",)), items, reps, seed, ("valid",)
+        select_checkpoints(table, "last", ("valid",)), items, reps, seed, ("valid",), s.seed_sd
     )
     selected = select_checkpoints(table, "last")
     return {
-        "calibration": calibration(result, valid, in_sample(result, reused)),
-        "differences": differences(selected, items, reps, seed),
+        "calibration": calibration(result, valid, in_sample(result, reused)).assign(
+            resamples=valid.resamples
+        ),
+        "differences": differences(selected, items, reps, seed, s.seed_sd),
     }
 
 
@@ -214,10 +216,12 @@ def calibration(result: Result, valid, fitted: set[str] = frozenset()) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def differences(selected: pd.DataFrame, items, replicates: int, seed: int) -> pd.DataFrame:
+def differences(
+    selected: pd.DataFrame, items, replicates: int, seed: int, seed_sd: float | None = None
+) -> pd.DataFrame:
     rows, base = [], policies.baseline().name
     for split in ["test", *sorted(set(selected["split"]) - {"test", "valid"})]:
-        counts = bootstrap_counts(selected, items, replicates, seed, (split,))
+        counts = bootstrap_counts(selected, items, replicates, seed, (split,), seed_sd)
         pts = counts.points
         scored = sorted(set(pts["ability"]), key=_order)  # every ability the split scores
         for policy in sorted(set(pts["mix"]) - {base}):
@@ -228,7 +232,7 @@ def differences(selected: pd.DataFrame, items, replicates: int, seed: int) -> pd
                 except KeyError:
                     continue
                 per[k] = (counts.difference(i, j), counts.score(j), counts.score(i))
-            rows += [_diff_row(policy, split, k, *e, counts.method) for k, e in per.items()]
+            rows += [_diff_row(policy, split, k, *e, counts) for k, e in per.items()]
             if split == "test":
                 rows += _summary_rows(counts, policy, per, scored)
     return pd.DataFrame(rows)
@@ -245,7 +249,7 @@ def _summary_rows(counts, policy: str, per: dict, scored: list[str]) -> list[dic
         if name == MACRO and not macro_rule.in_domain(expected):
             continue
         means = [average(part, expected) or NONE for part in (diffs, uniform, score)]
-        rows.append(_diff_row(policy, "test", name, *means, counts.method))
+        rows.append(_diff_row(policy, "test", name, *means, counts))
     return rows
 
 
@@ -253,9 +257,10 @@ def _order(k: str):
     return (ab.ABILITY_KEYS.index(k) if k in ab.ABILITY_KEYS else len(ab.ABILITY_KEYS), k)
 
 
-def _diff_row(policy, split, ability, diff: Estimate, uniform, score, method) -> dict:
+def _diff_row(policy, split, ability, diff: Estimate, uniform, score, counts) -> dict:
     """One row of differences.csv: ``diff`` the paired difference, ``uniform`` and ``score``
-    the two scores (estimates; their points are written)."""
+    the two scores (estimates; their points are written); ``counts``' method and what its
+    intervals resample."""
     lo, hi = diff.interval()
     return {
         "policy": policy,
@@ -266,7 +271,8 @@ def _diff_row(policy, split, ability, diff: Estimate, uniform, score, method) ->
         "diff": diff.point,
         "diff_lo": lo,
         "diff_hi": hi,
-        "method": method,
+        "method": counts.method,
+        "resamples": counts.resamples,
     }
 
 
