@@ -58,11 +58,10 @@ BEFORE = "dd20afd90735f52d809ed293227b8f1a95a4cfe4"  # main when #29 began: the 
 DESIGN_ORDER = ("a", "b", "c1", "c3")
 SEED_SDS = (0.0, 0.4)
 PRIOR_SCALES = (0.5, 2.0)  # the prior --seed-sd as a multiple of the planted seed_sd
-# Linear in N: --studies 8 took 3.7 CPU min in this process (8 rows without the prior rows,
-# worlds written here too: 28 s a world index) and 3.3 in the old engine's, side by side on the
-# other core; the 4 prior rows add about 12 s: 20 x 40 s = 13 min of the 25-minute budget on 2
-# idle cores, room for an engine 1.9x slower (doit/analysis/README.md, "Coverage and decision
-# accuracy").
+# Linear in N: --studies 4 on the #29 engine (0b2738d, 12 rows with the prior rows) took 4.0 CPU
+# min in this process (worlds written here too: 60 s a world index) and 1.7 in the old engine's,
+# side by side on the other core: 20 x 60 s = 20 min of the 25-minute budget on 2 idle cores
+# (doit/analysis/README.md, "Coverage and decision accuracy").
 DEFAULT_STUDIES = 20
 OLD_CPU: list[float] = []  # CPU seconds of each old-engine subprocess
 README = REPO / "doit" / "analysis" / "README.md"
