@@ -310,6 +310,15 @@ def _scoring(form: str, t, k, m, k0, m0, theta0, iters: int) -> np.ndarray:
     return theta
 
 
+def _solve(h: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """h^-1 g per row; a row whose information is singular in floating point (weights of
+    ~1e10 where a clipped probability sits near 0 or 1) takes the pseudo-inverse's step."""
+    try:
+        return np.linalg.solve(h, g[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return (np.linalg.pinv(h) @ g[..., None])[..., 0]
+
+
 def _step(form, t, theta, k, m, k0, m0, ll):
     """One Fisher-scoring step for the rows given, halved where the likelihood would fall:
     (new parameters, their log-likelihood)."""
@@ -320,7 +329,7 @@ def _step(form, t, theta, k, m, k0, m0, ll):
     if sigmoid:  # b held at its bound 0 where the likelihood wants it lower
         held = (theta[:, 1] <= 0) & (g[:, 1] < 0)
         g[held, 1], h[held, 1, :], h[held, :, 1], h[held, 1, 1] = 0.0, 0.0, 0.0, 1.0
-    step = np.clip(np.linalg.solve(h + 1e-12 * np.eye(n_par), g[..., None])[..., 0], -3, 3)
+    step = np.clip(_solve(h + 1e-12 * np.eye(n_par), g), -3, 3)
     new = theta + step
     if sigmoid:
         new[:, 1] = np.maximum(new[:, 1], 0.0)

@@ -235,3 +235,21 @@ def test_on_the_planted_world_every_data_curve_starts_at_its_untuned_score():
         if not lo - 1 <= start <= hi + 1:
             outside.append((ability, base, round(start, 1), round(lo, 1), round(hi, 1)))
     assert len(grid.data) == 20 and not outside, outside
+
+
+def test_a_step_whose_information_is_singular_in_floating_point_does_not_stop_the_fit():
+    """Information of ~1e10 that is singular in floating point (a clipped probability near 0
+    or 1, found on a coverage-bench world with a seed prior): np.linalg.solve raised
+    "Singular matrix" and `doit analysis fit` exited 2; the row now takes the pseudo-inverse's
+    step and the other rows are solved as before."""
+    from doit.analysis.fits import _solve
+
+    singular = 2.0**33 * np.array([[1.0, 2.0], [2.0, 4.0]])  # rank 1, ~1e10
+    h = np.stack([singular, np.eye(2)])
+    g = np.array([[1.0, 2.0], [2.0, 3.0]])
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.solve(h, g[..., None])
+    step = _solve(h, g)
+    assert np.isfinite(step).all()
+    assert step[1] == pytest.approx([2.0, 3.0])  # the regular row: h^-1 g
+    assert h[0] @ step[0] == pytest.approx(g[0])  # g lies in h's range: an exact step
