@@ -12,7 +12,7 @@ draws, only the seed effect differs) are written as study folders and each is an
 the engine at ``--before`` (default: main when #29 began), checked out with
 ``git worktree add --detach`` into a temporary folder (both engines see the same folders; they
 run side by side, one core each). With one seed and SD 0.4, rows with the prior ``--seed-sd`` at
-0.5x and 2x the planted value are added when this checkout's CLI has that flag (current engine
+0.5x, 1x and 2x the planted value are added when this checkout's CLI has that flag (current engine
 only). Per row, pooled over worlds and abilities, each share with its Wilson 95% interval:
 
 - ``cover data``, ``cover size``: the 95% interval of data_sensitivity / size_sensitivity holds
@@ -57,7 +57,7 @@ from doit.io import atomic_write_text  # noqa: E402
 BEFORE = "dd20afd90735f52d809ed293227b8f1a95a4cfe4"  # main when #29 began: the pre-#29 engine
 DESIGN_ORDER = ("a", "b", "c1", "c3")
 SEED_SDS = (0.0, 0.4)
-PRIOR_SCALES = (0.5, 2.0)  # the prior --seed-sd as a multiple of the planted seed_sd
+PRIOR_SCALES = (0.5, 1.0, 2.0)  # the prior --seed-sd, x the planted seed SD (score scale)
 # Linear in N: --studies 4 on the #29 engine (0b2738d, 12 rows with the prior rows) took 4.0 CPU
 # min in this process (worlds written here too: 60 s a world index) and 1.7 in the old engine's,
 # side by side on the other core: 20 x 60 s = 20 min of the 25-minute budget on 2 idle cores
@@ -70,7 +70,8 @@ BEGIN, END = "<!-- coverage-bench:begin -->", "<!-- coverage-bench:end -->"
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the table: a design, a planted seed SD and the prior (None: none passed)."""
+    """One row of the table: a design, a planted seed SD and the prior as a multiple of the
+    planted seed SD on the analysis's scale (None: none passed)."""
 
     design: str
     seed_sd: float
@@ -78,7 +79,7 @@ class Row:
 
     @property
     def name(self) -> str:
-        prior = "" if self.prior is None else f"-prior{self.prior:g}"
+        prior = "" if self.prior is None else f"-prior{self.prior:g}x"
         return f"{self.design}-sd{self.seed_sd:g}{prior}"
 
     @property
@@ -86,8 +87,15 @@ class Row:
         """The folder of its worlds (rows with a prior reuse the worlds without one)."""
         return f"{self.design}-sd{self.seed_sd:g}"
 
-    def flags(self) -> list[str]:
-        return [] if self.prior is None else ["--seed-sd", f"{self.prior:g}"]
+    def flags(self, folder: Path) -> list[str]:
+        """``--seed-sd``: the multiple ``prior`` of the world's planted seed SD on the logit of a
+        cell's score (the analysis's scale; `planted.csv`'s ``seed_sd_score``, its RMS over the
+        abilities): the world's own ``seed_sd`` is on the items' logit, which the item
+        difficulty's spread and the floor and ceiling damp at the cell's score."""
+        if self.prior is None:
+            return []
+        planted = pd.read_csv(folder / "planted.csv")["seed_sd_score"]
+        return ["--seed-sd", f"{self.prior * float((planted**2).mean() ** 0.5):.4g}"]
 
 
 def has_seed_sd_flag() -> bool:
@@ -103,7 +111,7 @@ def rows_for(designs, prior: bool) -> list[Row]:
         for sd in SEED_SDS:
             rows.append(Row(d, sd))
             if prior and sd > 0 and synthetic.DESIGNS[d].seeds == 1:
-                rows += [Row(d, sd, scale * sd) for scale in PRIOR_SCALES]
+                rows += [Row(d, sd, scale) for scale in PRIOR_SCALES]
     return rows
 
 
@@ -126,9 +134,11 @@ def analyse_here(row: Row, folders: list[Path], out: Path, replicates: int) -> f
         (out / folder.name / "sensitivity.csv").unlink(missing_ok=True)  # a failure leaves none
         said = io.StringIO()
         with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-            rc = main([*argv, "--replicates", str(replicates), *row.flags()])
+            rc = main([*argv, "--replicates", str(replicates), *row.flags(folder)])
         if rc != 0:
-            print(f"fit failed on {folder} {' '.join(row.flags())} (exit {rc}): {said.getvalue()}")
+            print(
+                f"fit failed on {folder} {' '.join(row.flags(folder))} (exit {rc}): {said.getvalue()}"
+            )
     return (time.perf_counter() - start) / len(folders)
 
 
@@ -220,7 +230,7 @@ def markdown(results: list[dict]) -> str:
     for r in results:
         cells = [share(*r["counts"][c]) for c in COLUMNS]
         n = r["counts"]["cover data"][1]
-        prior = "-" if r["row"].prior is None else f"{r['row'].prior:g}"
+        prior = "-" if r["row"].prior is None else f"{r['row'].prior:g}x"
         lines.append(
             "| "
             + " | ".join(

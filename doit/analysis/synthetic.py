@@ -406,11 +406,19 @@ class Levers:
         """The probability of a correct answer at logit ``eta``."""
         return self.floor + (self.ceiling - self.floor) / (1 + np.exp(-eta))
 
-    def expected(self, doublings, n, n_other=None):
-        """The score (0-1) averaged over the item-difficulty distribution, no seed effect."""
-        eta = np.asarray(self.eta(doublings, n, n_other), float)
+    def expected(self, doublings, n, n_other=None, shift: float = 0.0):
+        """The score (0-1) averaged over the item-difficulty distribution; ``shift``: a seed
+        effect added to every item's logit (0: none)."""
+        eta = np.asarray(self.eta(doublings, n, n_other), float) + shift
         grid = eta[..., None] - self.item_sd * _NODES
         return self.score(grid) @ _WEIGHTS
+
+    def score_logit_slope(self, doublings, n, h: float = 1e-3) -> float:
+        """How far the logit of a cell's expected score moves per logit of seed effect on its
+        items (< 1: item heterogeneity and the floor and ceiling damp it). The analysis states
+        ``--seed-sd`` on the cell score's logit; the world's ``seed_sd`` is on the items'."""
+        up, down = (float(self.expected(doublings, n, shift=s)) for s in (h, -h))
+        return float((np.log(up / (1 - up)) - np.log(down / (1 - down))) / (2 * h))
 
 
 def _doublings(design: Design) -> dict:
@@ -474,6 +482,9 @@ def planted_truth(levers: dict, design: Design, seed_sd: float, delta: float | N
         sat = planted_saturation(lev, design)
         data_class = planted_class(data, delta)
         untuned = [lev.expected(s, 0.0) for s in _doublings(design).values()]
+        slopes = [
+            lev.score_logit_slope(s, n) for s in _doublings(design).values() for n in design.ns if n
+        ]
         rows.append(
             dict(
                 ability=a,
@@ -489,6 +500,8 @@ def planted_truth(levers: dict, design: Design, seed_sd: float, delta: float | N
                 floor=100 * lev.floor,
                 ceiling=100 * lev.ceiling,
                 seed_sd=seed_sd,
+                # the same seed effect on the analysis's scale (the logit of a cell's score)
+                seed_sd_score=seed_sd * float(np.sqrt(np.mean(np.square(slopes)))),
                 item_sd=lev.item_sd,
                 alpha=lev.alpha,
                 beta_data=lev.beta_data,

@@ -117,3 +117,23 @@ def test_an_unknown_design_or_kind_is_named():
         syn.planted_world("z")
     with pytest.raises(ValueError, match="kind 'flat': one of smooth"):
         syn.planted_world("a", {"biology": "flat"})
+
+
+def test_the_seed_effect_is_also_stated_on_the_analysis_scale():
+    """The world's seed effect moves every item's logit; the analysis's --seed-sd is on the
+    logit of a cell's score. Without item spread, floor or ceiling the two are one scale;
+    item spread damps it, and the truth's seed_sd_score says by how much."""
+    bare = syn.Levers("smooth", chance=0.25, floor=0.0, ceiling=1.0, alpha=0.3, item_sd=0.0)
+    assert bare.score_logit_slope(0.0, 16) == pytest.approx(1.0, abs=1e-6)
+    spread = replace(bare, item_sd=1.0)
+    assert 0.5 < spread.score_logit_slope(0.0, 16) < 1.0
+    world = syn.planted_world("a", seed_sd=0.4, rng=0)
+    truth = world.truth.set_index("ability")
+    assert (truth["seed_sd_score"] > 0).all() and (truth["seed_sd_score"] < 0.4).all()
+    rng = np.random.default_rng(0)  # measured: the logit of a cell's expected score, seed by seed
+    lev = world.levers["math"]
+    shifts = rng.normal(0, 0.4, 4000)
+    scores = np.array([lev.expected(0.0, 64, shift=e) for e in shifts])
+    measured = np.std(np.log(scores / (1 - scores)))
+    slope = lev.score_logit_slope(0.0, 64)
+    assert measured == pytest.approx(0.4 * slope, rel=0.1)
