@@ -190,7 +190,7 @@ def run(args) -> int:
             trained[0] if len(trained) == 1 else LETTER,
             complexity_split(settings.split),
         )
-        a = replace(a, complexity=measured)
+        a = replace(a, complexity=measured, study=a.rows)  # the rows already read
     out, step = args.out, args.step
     written = write_tables(a, out, step)
     figures = {}

@@ -64,6 +64,14 @@ def study_notes(a) -> list[str]:
             "wider than a paired bootstrap's."
         )
     notes += seed_notes(a.counts)
+    chosen = a.settings
+    if chosen.formulation == "max" and chosen.formulation_split == chosen.split:
+        notes.append(
+            f"The formulation of each ability was chosen on {chosen.split}, the split the fits "
+            f"are judged on (--formulation-split {chosen.split}): its scores favour the "
+            "formulation that "
+            "scored best on these very items."
+        )
     cells = a.selected.drop_duplicates("cell")
     tuned = cells[cells["construction"] != "base"]
     if len(tuned) and tuned["fallback"].any():

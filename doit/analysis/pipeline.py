@@ -39,10 +39,13 @@ class Analysis:
     features_csv: str | None = None  # precomputed feature columns (pluggable)
     complexity: pd.DataFrame | None = None  # from `features --base --data`
     ground_truth: dict | None = None  # a micro corpus's ground_truth.json
+    study: StudyRows | None = None  # the study as already read (so it is read once), or None
 
     @cached_property
     def rows(self) -> StudyRows:
         """The study as the one reader reads it (`doit.analysis.study.read_study`)."""
+        if self.study is not None:
+            return self.study
         s = self.settings
         return read_study(self.source, s.formulation, s.cell_formulation, s.formulation_split)
 

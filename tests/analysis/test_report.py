@@ -2,6 +2,8 @@
 figure with at least two distinct non-chance values per panel, an HTML report with its figures
 embedded, and a table missing a column refused by name."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,3 +136,15 @@ def test_a_table_missing_a_required_column_is_refused_by_name(tmp_path, capsys):
     table.drop(columns=["n_items"]).to_csv(tmp_path / "t.csv", index=False)
     assert main(["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o")]) == 2
     assert "n_items" in capsys.readouterr().err
+
+
+def test_a_formulation_chosen_on_the_judged_split_is_said_and_the_default_is_silent(folder):
+    root, _ = folder
+    said = "the split the fits are judged on"
+    chosen_on_test = Analysis(str(root), Settings(replicates=20, formulation_split="test"))
+    assert any(said in line for line in chosen_on_test.limits)
+    default = Analysis(str(root), Settings(replicates=20))
+    assert not any(said in line for line in default.limits)
+    # the study read once is the study the analysis reads
+    again = replace(default, study=default.rows)
+    assert again.rows is default.rows and again.table.equals(default.table)
