@@ -14,29 +14,16 @@ items per ability and the variance inputs, turned into `doit.stats.planner`'s ta
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from doit.data import abilities as ab
 from doit.data.layout import ability_from_name, read_records, split_files
 from doit.grid.plan import PlanError
 from doit.grid.spec import Axis, Grid
-from doit.io import read_yaml
 from doit.stats import variance as V
 from doit.stats.pilot import PilotError, last_epochs, pilot_inputs
-from doit.stats.planner import format_rows, power_rows
+from doit.stats.planner import ability_inputs, card_items, format_rows, parse_levels, power_rows
 from doit.stats.power import DELTA
-
-CARD = Path(__file__).resolve().parents[2] / "data" / "doit" / "expected.yaml"
-TEST_FILE = "curated/test/{ability}_test.json"
-
-
-def card_counts(card: Path = CARD) -> dict[str, int]:
-    """Test items per ability from the dataset card's expected counts."""
-    for entry in read_yaml(card).get("files", []):
-        if entry.get("path") == TEST_FILE:
-            return {a: int(entry["count"]) for a in ab.ABILITY_KEYS}
-    raise PlanError(f"{card}: no {TEST_FILE} entry with a count")
 
 
 def corpus_counts(doit_dir) -> dict[str, int]:
@@ -67,30 +54,6 @@ def has_policy(grid: Grid) -> bool:
     return any(k in grid.data for k in ("loo", "mix", "random_mixes"))
 
 
-def parse_levels(text: str | None) -> dict[str, float]:
-    """``--score-levels``: one value (every ability) or ``ability=p,...`` (points); {} for None."""
-    if not text:
-        return {}
-    if "=" not in text:
-        return {a: _number("--score-levels", text) for a in ab.ABILITY_KEYS}
-    out = {}
-    for part in text.split(","):
-        key, _, value = part.partition("=")
-        try:
-            (ability,) = ab.parse_keys(key)
-        except ValueError as e:
-            raise PlanError(f"--score-levels: {e}") from None
-        out[ability] = _number("--score-levels", value)
-    return out
-
-
-def _number(flag: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise PlanError(f"{flag}: {text!r} is not a number") from None
-
-
 def read_pilot(study, seed_sd, design_effect) -> dict[str, tuple[V.Inputs, dict]]:
     """The pilot's inputs per ability (`doit.stats.pilot`), each cell's last scored epoch."""
     from doit.grid.results import ResultsError, read_items, read_results
@@ -102,37 +65,6 @@ def read_pilot(study, seed_sd, design_effect) -> dict[str, tuple[V.Inputs, dict]
         raise PlanError(str(e).splitlines()[0]) from None
 
 
-def ability_inputs(
-    pilot=None,
-    levels: dict | None = None,
-    item_corr: float | None = None,
-    seed_sd: float | None = None,
-    design_effect: float = 1.0,
-    abilities=ab.ABILITY_KEYS,
-) -> tuple[dict[str, V.Inputs], dict[str, str]]:
-    """(ability -> Inputs, ability -> what they came from): the pilot's measurements where it
-    has the ability (a prior flag given overrides it), else the priors."""
-    levels, by, said = levels or {}, {}, {}
-    for a in abilities:
-        if pilot and a in pilot:
-            inputs, info = pilot[a]
-            if a in levels:
-                inputs = replace(inputs, score=levels[a], scores={})
-            if item_corr is not None:
-                inputs = replace(inputs, item_corr=item_corr)
-            said[a] = f"pilot ({info['items']} items, seed sd: {info['seed_source']})"
-        else:
-            inputs = V.Inputs(
-                score=levels.get(a, V.SCORE_PRIOR),
-                item_corr=V.ITEM_CORR_PRIOR if item_corr is None else item_corr,
-                seed_sd=V.SEED_SD_PRIOR if seed_sd is None else seed_sd,
-                design_effect=design_effect,
-            )
-            said[a] = "priors" + (" (not in the pilot)" if pilot else "")
-        by[a] = inputs
-    return by, said
-
-
 def plan_power(grid: Grid, a, checked: bool) -> dict:
     """plan.json's ``power``: the table's rows and what they rest on, from the plan flags."""
     if a.items:
@@ -141,11 +73,13 @@ def plan_power(grid: Grid, a, checked: bool) -> dict:
         counts = corpus_counts(grid.doit_dir) if checked else {}
         items_from = "the corpus's test files"
         if not counts:
-            counts, items_from = card_counts(), f"the dataset card ({CARD.name})"
+            counts, items_from = card_items()[0], "the dataset card (data/doit/expected.yaml)"
     pilot = read_pilot(a.pilot, a.seed_sd, a.design_effect) if a.pilot else None
-    by, said = ability_inputs(
-        pilot, parse_levels(a.score_levels), a.item_corr, a.seed_sd, a.design_effect
-    )
+    try:
+        levels = parse_levels(a.score_levels)
+    except ValueError as e:
+        raise PlanError(str(e)) from None
+    by, said = ability_inputs(pilot, levels, a.item_corr, a.seed_sd, a.design_effect)
     items = sorted(set(counts.values()))
     rows = []
     for m in items:  # abilities grouped by their item count (one shape each)

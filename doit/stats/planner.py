@@ -13,8 +13,12 @@ variance inputs came from (a pilot, or the priors).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from doit.data import abilities as ab
+from doit.stats import variance as V
 from doit.stats.power import DELTA, power
 from doit.stats.variance import (
     Inputs,
@@ -84,6 +88,84 @@ def power_rows(
             | {"se_policy": _r(se), "mde_policy": _r(power(se, delta).mde)}
         )
     return rows
+
+
+def card_items() -> tuple[dict[str, int], dict[str, int]]:
+    """(test items, every item) per ability from the DoIT dataset card's expected counts
+    (``data/doit/expected.yaml``: the test split, and the full train pool + valid + test)."""
+    from doit.data.validate import load_expectation
+
+    path, spec = load_expectation("doit")
+    counts = {}
+    for entry in spec["files"]:
+        for key, split in (
+            ("curated/test/{ability}_test.json", "test"),
+            ("curated/valid/{ability}_valid.json", "valid"),
+            ("curated/full/{ability}_full.json", "full"),
+        ):
+            if entry.get("path") == key:
+                by = entry.get("count_by_ability") or {}
+                counts[split] = {a: int(by.get(a, entry.get("count", 0))) for a in ab.ABILITY_KEYS}
+    if "test" not in counts or "full" not in counts:
+        raise ValueError(f"{path}: no test or full-pool counts")
+    valid = counts.get("valid", dict.fromkeys(ab.ABILITY_KEYS, 0))
+    total = {a: counts["full"][a] + valid[a] + counts["test"][a] for a in ab.ABILITY_KEYS}
+    return counts["test"], total
+
+
+def parse_levels(text: str | None) -> dict[str, float]:
+    """``--score-levels``: one value (every ability) or ``ability=p,...`` (points); {} for None."""
+    if not text:
+        return {}
+    if "=" not in text:
+        return {a: _number("--score-levels", text) for a in ab.ABILITY_KEYS}
+    out = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        try:
+            (ability,) = ab.parse_keys(key)
+        except ValueError as e:
+            raise ValueError(f"--score-levels: {e}") from None
+        out[ability] = _number("--score-levels", value)
+    return out
+
+
+def _number(flag: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{flag}: {text!r} is not a number") from None
+
+
+def ability_inputs(
+    pilot=None,
+    levels: dict | None = None,
+    item_corr: float | None = None,
+    seed_sd: float | None = None,
+    design_effect: float = 1.0,
+    abilities=ab.ABILITY_KEYS,
+) -> tuple[dict[str, V.Inputs], dict[str, str]]:
+    """(ability -> Inputs, ability -> what they came from): the pilot's measurements where it
+    has the ability (a prior flag given overrides it), else the priors."""
+    levels, by, said = levels or {}, {}, {}
+    for a in abilities:
+        if pilot and a in pilot:
+            inputs, info = pilot[a]
+            if a in levels:
+                inputs = replace(inputs, score=levels[a], scores={})
+            if item_corr is not None:
+                inputs = replace(inputs, item_corr=item_corr)
+            said[a] = f"pilot ({info['items']} items, seed sd: {info['seed_source']})"
+        else:
+            inputs = V.Inputs(
+                score=levels.get(a, V.SCORE_PRIOR),
+                item_corr=V.ITEM_CORR_PRIOR if item_corr is None else item_corr,
+                seed_sd=V.SEED_SD_PRIOR if seed_sd is None else seed_sd,
+                design_effect=design_effect,
+            )
+            said[a] = "priors" + (" (not in the pilot)" if pilot else "")
+        by[a] = inputs
+    return by, said
 
 
 def decided(row: dict, targets: dict[str, float]) -> bool:
