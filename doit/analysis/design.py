@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -177,7 +178,7 @@ def best(designs: pd.DataFrame, max_cost: float):
     return within.sort_values(["decided", "cost"], ascending=[False, True]).iloc[0]
 
 
-def unmet_lines(designs, tables, chosen, max_cost: float, unit: str) -> list[str]:
+def unmet_lines(designs, tables, chosen, max_cost: float, unit: str, targets: dict) -> list[str]:
     """One line per ability the chosen design does not decide: the cheapest candidate that
     does (beyond the cost), or that none does."""
     mine = {r["ability"]: r for r in tables[chosen["design"]]} if chosen is not None else {}
@@ -201,25 +202,33 @@ def unmet_lines(designs, tables, chosen, max_cost: float, unit: str) -> list[str
             rows = [
                 r for d in designs.itertuples() for r in tables[d.design] if r["ability"] == ability
             ]
-            why = _why(rows)
+            why = _why(rows, targets)
             lines.append(f"{ability}: no candidate decides it ({why})")
     return lines
 
 
-def _why(rows: list[dict]) -> str:
-    """What the best candidate still lacks, for an ability none decides."""
+def _why(rows: list[dict], targets: dict) -> str:
+    """What the nearest candidate (the smallest worst MDE / target) still lacks, for an
+    ability none decides."""
     roomy = [r for r in rows if r["items"] <= r["room"]]
     if not roomy:
         return f"its pool leaves {max(r['room'] for r in rows)} test items at the candidates' n"
-    top = max(roomy, key=lambda r: (r["items"], r["seeds"]))
+    gaps = [[_gap(r, axis, t) for axis, t in targets.items()] for r in roomy]
+    top = roomy[min(range(len(roomy)), key=lambda i: (max(gaps[i]), sum(gaps[i])))]
     short = [
-        f"mde_{axis} {top[f'mde_{axis}']}"
-        for axis in ("data", "size", "policy")
-        if top.get(f"mde_{axis}") is not None
+        f"mde_{axis} {top[f'mde_{axis}']} > {t:g}"
+        for axis, t in targets.items()
+        if _gap(top, axis, t) > 1
     ]
     reach = [axis for axis in ("data", "size") if top.get(f"resistant_{axis}") is False]
     said = ", ".join(short) + (f"; resistant unreachable on {', '.join(reach)}" if reach else "")
-    return f"at {top['items']} test items and {top['seeds']} seeds: {said}"
+    where = f"{top['items']} test items, {top['seeds']} seeds"
+    return f"nearest: {where}: {said}"
+
+
+def _gap(row: dict, axis: str, target: float) -> float:
+    mde = row.get(f"mde_{axis}")
+    return np.inf if mde is None else mde / target
 
 
 def write_grid(c: Candidates, chosen, out: Path) -> Path:
@@ -302,7 +311,7 @@ def run_design(args) -> int:
             f"best within {args.max_cost:g} {c.unit}: {chosen['design']} (cost {chosen['cost']:g}, "
             f"{chosen['decided']} abilities decided): {grid}"
         )
-    lines = unmet_lines(designs, tables, chosen, args.max_cost, c.unit)
+    lines = unmet_lines(designs, tables, chosen, args.max_cost, c.unit, targets)
     for line in lines:
         print(line)
     return 2 if lines else 0
