@@ -33,9 +33,13 @@ def main() -> None:
     bases = trained.groupby("base")["params"].first().astype(float).to_dict()
     ns = tuple(sorted(int(n) for n in trained["n_per_ability"].unique()))
     seeds = int(trained.groupby(["base", "n_per_ability", "ability"]).size().max())
-    print(f"bases {bases}, n {ns}, seeds {seeds}, seed_sd {seed_sd:g}, delta {measured['delta'].iloc[0]:g}")
-    print(f"{'ability':<17} {'items':>5} {'rho':>5} {'data model':>10} {'measured':>8} {'ratio':>5}"
-          f" {'size model':>10} {'measured':>8} {'ratio':>5}")
+    print(
+        f"bases {bases}, n {ns}, seeds {seeds}, seed_sd {seed_sd:g}, delta {measured['delta'].iloc[0]:g}"
+    )
+    print(
+        f"{'ability':<17} {'items':>5} {'rho':>5} {'data model':>10} {'measured':>8} {'ratio':>5}"
+        f" {'size model':>10} {'measured':>8} {'ratio':>5}"
+    )
     ratios = []
     for ability, (i, info) in inputs.items():
         if ability not in measured.index:
@@ -49,8 +53,10 @@ def main() -> None:
             line += f" {se:>10.2f} {got:>8.2f} {se / got:>5.2f}"
         print(line)
     r = np.array(ratios)
-    print(f"model / measured: median {np.median(r):.2f}, range {r.min():.2f}-{r.max():.2f}, "
-          f"within 25%: {np.mean(np.abs(r - 1) <= 0.25):.2f} of {len(r)}")
+    print(
+        f"model / measured: median {np.median(r):.2f}, range {r.min():.2f}-{r.max():.2f}, "
+        f"within 25%: {np.mean(np.abs(r - 1) <= 0.25):.2f} of {len(r)}"
+    )
 
 
 if __name__ == "__main__":
