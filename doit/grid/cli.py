@@ -23,11 +23,16 @@ from doit.io import OutputError
 
 def cmd_plan(a) -> int:
     from doit.grid.plan import write_plan, write_unchecked_plan
-    from doit.grid.power import describe, plan_power
+    from doit.grid.power import describe, plan_power, unplannable
     from doit.grid.spec import load_grid, parse_sets
 
     grid = load_grid(a.grid, parse_sets(a.set))
-    power = None if grid.pretraining_only else plan_power(grid, a, checked=not a.no_check)
+    power = skipped = None
+    if not grid.pretraining_only:
+        skipped = unplannable(grid)
+        if skipped and a.no_check:
+            raise PlanError(skipped)
+        power = None if skipped else plan_power(grid, a, checked=not a.no_check)
     if a.no_check:
         if power is None:
             raise PlanError(f"{a.grid}: --no-check plans power, and a pretraining grid has none")
@@ -45,6 +50,8 @@ def cmd_plan(a) -> int:
         print(f"generation budgets (max_new_tokens): {budgets}; scored epochs: {epochs}")
     if power:
         print(describe(power))
+    elif skipped:
+        print(f"power not planned: {skipped}")
     print(
         f"{a.out}: {len(cells)} cells planned"
         + (f"; {len(retired)} retired (results in {a.out}/retired)" if retired else "")

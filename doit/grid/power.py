@@ -50,6 +50,16 @@ def grid_shape(grid: Grid, items: int, seeds: int | None = None) -> V.Shape:
     return V.Shape(bases, tuple(sorted(axis.values)), items, seeds or len(grid.seeds))
 
 
+def unplannable(grid: Grid) -> str | None:
+    """Why the grid's power cannot be planned (None when it can): no uniform n grid, or a base
+    whose params the grid does not give (a base the grid pretrains)."""
+    try:
+        grid_shape(grid, 1)
+    except PlanError as e:
+        return str(e)
+    return None
+
+
 def has_policy(grid: Grid) -> bool:
     return any(k in grid.data for k in ("loo", "mix", "random_mixes"))
 

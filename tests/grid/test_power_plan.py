@@ -93,3 +93,33 @@ def test_a_pilot_without_per_item_rows_is_one_line_exit_2(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "no per-item rows" in err and err.count("\n") == 1
+
+
+def test_a_checked_plan_counts_the_corpus_items_and_keeps_the_table(tiny_base, tmp_path, capsys):
+    from tests.grid.conftest import grid_dict, write_grid
+
+    grid = grid_dict(tiny_base)  # the fixture's pools hold 1-2 items: one n, two bases
+    grid["bases"].append({**grid["bases"][0], "name": "tiny4", "params": 4000})
+    path = write_grid(tmp_path / "g.yaml", grid)
+    out = tmp_path / "study"
+    assert main(["plan", str(path), "--out", str(out), "--seed-sd", "0.2"]) == 0
+    assert "items per ability from the corpus's test files" in capsys.readouterr().out
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["cells"] and "no_check" not in plan
+    rows = {r["ability"]: r for r in plan["power"]["rows"]}
+    assert rows["math"]["mde_size"] > 2 and rows["math"]["mde_data"] is None  # one n
+    assert rows["math"]["seed_sd"] == 0.2 and rows["macro"]["mde_policy"] is not None
+
+
+def test_a_grid_whose_bases_lack_params_plans_cells_without_power(tiny_base, tmp_path, capsys):
+    from tests.grid.conftest import grid_dict, write_grid
+
+    grid = grid_dict(tiny_base)
+    del grid["bases"][0]["params"]
+    grid["bases"][0]["pretrain"] = {"config": "recipes/configs/pretrain/xs.yaml"}
+    path = write_grid(tmp_path / "g.yaml", grid)
+    code = main(["plan", str(path), "--out", str(tmp_path / "s")])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "power not planned: " in printed.out and "params unknown" in printed.out
+    assert main(["plan", str(path), "--out", str(tmp_path / "n"), "--no-check"]) == 2
