@@ -78,3 +78,18 @@ def test_bad_targets_are_one_line_exit_2(tmp_path, capsys, mde, said):
     assert main([*argv, "--max-cost", "100"]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1
+
+
+def test_a_pilot_gives_the_design_its_inputs(tmp_path, capsys):
+    from doit.analysis import synthetic as syn
+
+    pilot = syn.planted_world("b", {"history": "smooth"}, seed_sd=0.4, rng=2).write(
+        tmp_path / "pilot"
+    )
+    out = tmp_path / "d"
+    argv = ["design", "--mde", "data=4,size=5", "--candidates", CANDIDATES, "--out", str(out)]
+    code = main([*argv, "--max-cost", "2000", "--pilot", str(pilot)])
+    assert code == 0, capsys.readouterr().out  # the pilot's ability and the priors' nine
+    best = pd.read_csv(out / "best.csv").set_index("ability")
+    assert best.loc["history", "inputs"].startswith("pilot (400 items")
+    assert best.loc["math", "inputs"] == "priors (not in the pilot)"
