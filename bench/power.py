@@ -22,9 +22,9 @@ re-drawn around them (items, seed effects, outcomes: rng 1..N):
   (normal approximation: P(lower bound > delta) + P(90% interval inside the margin) + P(upper
   bound < -delta) at se); mean over worlds of (decided - predicted), target within +-1.
 
-The default N keeps it within 20 minutes on 2 idle cores: at --replicates 100 a world's analysis
-takes about 4 s (a), 8 s (b) and 7 s (c1) on an idle core, 2 worlds per study and design:
-20 x 2 x 19 s = 13 min (printed at the end: the bench's CPU time).
+The default N keeps it within 20 minutes on 2 idle cores (one process, one core): --studies 10
+took 10.9 CPU min (27.8 min wall on a shared, loaded machine), linear in N, so N = 16 is about
+17.5 CPU min (the bench prints its CPU time).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from doit.stats import variance as V  # noqa: E402
 from doit.stats.pilot import pilot_inputs  # noqa: E402
 from doit.stats.power import DELTA, Z_EQUIVALENCE, Z, power  # noqa: E402
 
-DEFAULT_STUDIES = 20
+DEFAULT_STUDIES = 16  # about 17.5 CPU min (the docstring)
 SEED_SD = 0.4
 PILOT_RNG = 1000
 README = REPO / "doit" / "analysis" / "README.md"
