@@ -41,6 +41,8 @@ def grid_shape(grid: Grid, items: int, seeds: int | None = None) -> V.Shape:
     axis = grid.data.get("per_ability")
     if not isinstance(axis, Axis) or not axis.values:
         raise PlanError(f"{grid.path}: data.per_ability: a power plan needs the uniform n grid")
+    if not (seeds or grid.seeds):
+        raise PlanError(f"{grid.path}: seed: no training seeds, nothing to plan power for")
     unknown = [b.name for b in grid.bases if b.params is None]
     if unknown:
         raise PlanError(
