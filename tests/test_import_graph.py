@@ -103,6 +103,8 @@ LAYERS = {
     "doit.train": ("doit.grid", "doit.analysis"),
     "doit.grid": ("doit.analysis",),
     "doit.analysis": ("doit.train",),
+    # the statistics the planner and the analysis share: below both
+    "doit.stats": ("doit.train", "doit.eval", "doit.grid", "doit.analysis", "doit.models"),
 }
 # What the analysis may import of the grid: its public face (doit/grid/__init__.py) and the two
 # contract modules, the results table and the typed plan; never the runner's insides.

@@ -55,6 +55,8 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from doit.data import macro as macro_rule
+from doit.stats.power import LEVEL, Z, z_score  # noqa: F401  (the interval level's owner)
+from doit.stats.variance import item_moments, pooled_seed_variance
 
 POINT = ["base", "params", "construction", "mix", "n_per_ability", "n_total", "excluded_ability"]
 REPLICATES = 1000  # bootstrap replicates unless asked otherwise (every analysis command's default)
@@ -67,17 +69,6 @@ TRAINED = "trained_cell"  # optional: the training a row's cell scores (one seed
 def prior_phrase(seed_sd: float) -> str:
     """What an interval resamples when the seed component is the prior ``seed_sd``."""
     return f"items and a seed prior (seed_sd={seed_sd:g})"
-
-
-LEVEL = 0.95  # every interval of the analysis is a 95% interval
-
-
-def z_score(level: float = LEVEL) -> float:
-    """The standard normal quantile of a two-sided ``level`` interval (1.96 for 95%)."""
-    return float(norm.ppf((1 + level) / 2))
-
-
-Z = z_score()
 
 
 def interval(
@@ -389,14 +380,11 @@ def seed_component(
 ) -> SeedComponent:
     """The ability's seed component from its points' moments (rows: s - 1, B, W, p (1 - p);
     module docstring), else the prior, else none."""
-    w, between, within, slope = moments.T if len(moments) else np.zeros((4, 0))
-    df, information = int(w.sum()), float(np.sum(w * slope**2))
-    if df == 0 or information <= 0:
+    total, noise, df = pooled_seed_variance(moments)
+    if df == 0:
         sd = 0.0 if prior is None else float(prior)
         what = ITEMS if prior is None else prior_phrase(prior)
         return SeedComponent(ability, sd, np.full(replicates, sd), 0, 0, what)
-    total = float(np.sum(w * between)) / information
-    noise = float(np.sum(w * within)) / information
     reps = np.sqrt(np.maximum(total * df / rng.chisquare(df, replicates) - noise, 0.0))
     sd = float(np.sqrt(max(total - noise, 0.0)))
     return SeedComponent(ability, sd, reps, df, len(moments), SEEDS)
@@ -416,20 +404,8 @@ def _seed_groups(block: pd.DataFrame) -> list[np.ndarray]:
     return [idx for idx in block.groupby("point", sort=True).indices.values() if len(idx) >= 2]
 
 
-def _item_moments(groups, correct: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Per point of >= 2 seeds, on the items all its seeds scored: s - 1, B, W, p (1 - p)."""
-    rows = []
-    for idx in groups:
-        y = correct[np.ix_(idx, present[idx].all(0))]
-        m = y.shape[1]
-        if m >= 2:
-            w = y.var(0, ddof=1).sum() / m**2
-            rows.append((len(idx) - 1, y.mean(1).var(ddof=1), w, y.mean() * (1 - y.mean())))
-    return np.array(rows, float).reshape(-1, 4)
-
-
 def _binomial_moments(groups, k0: np.ndarray, m0: np.ndarray) -> np.ndarray:
-    """``_item_moments`` from the cells' counts alone (the binomial item-outcome variance)."""
+    """``item_moments`` from the cells' counts alone (the binomial item-outcome variance)."""
     rows = []
     for idx in groups:
         p, m = k0[idx] / m0[idx], m0[idx]
@@ -467,7 +443,7 @@ def _point_ids(rows: pd.DataFrame) -> pd.Series:
 
 def _paired(block, items, ability, splits, replicates, rng):
     """Per cell: (R, cells) correct counts and items scored under shared item draws, the
-    cells' counts, and the seed moments of the block's points (``_item_moments``)."""
+    cells' counts, and the seed moments of the block's points (``item_moments``)."""
     mine = items[(items["ability"] == ability) & items["split"].isin(splits)]
     keys = block[["cell", "epoch"]].assign(row=np.arange(len(block)))
     mine = mine.merge(keys, on=["cell", "epoch"], how="inner")
@@ -484,7 +460,7 @@ def _paired(block, items, ability, splits, replicates, rng):
         raise ValueError(f"per-item rows are missing for {ability} in cell(s) {cells}")
     draws = rng.integers(0, n, size=(replicates, n)) + n * np.arange(replicates)[:, None]
     weights = np.bincount(draws.ravel(), minlength=replicates * n).reshape(replicates, n)
-    moments = _item_moments(_seed_groups(block), correct, present)
+    moments = item_moments(_seed_groups(block), correct, present)
     return weights @ correct.T, weights @ present.T, correct.sum(1), present.sum(1), moments
 
 

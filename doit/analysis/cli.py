@@ -10,6 +10,7 @@ figures and a report from a study folder or a results table.
     python -m doit.analysis report TABLE --out DIR
     python -m doit.analysis ladder RUNS_OR_TABLE... --out DIR [--base-arch vanilla] [--replicates 2000]
     python -m doit.analysis curriculum STUDY --budget N --policy P[,P|all] --out DIR [--validate]
+    python -m doit.analysis design --mde data=4,size=5 --candidates FILE.yaml --max-cost C --out DIR
 
 Outputs and definitions: doit/analysis/README.md (``ladder``: doit/analysis/ladder.py).
 """
@@ -73,6 +74,9 @@ def build_parser() -> ArgumentParser:
     s.add_argument("--replicates", type=at_least(1), default=2000, help="seed bootstrap replicates")
     s.add_argument("--seed", type=int, default=0)
     curriculum_parser(sub)
+    from doit.analysis.design import design_parser
+
+    design_parser(sub)
     return p
 
 
@@ -156,7 +160,9 @@ def curriculum_parser(sub) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    steps = {"ladder": ladder, "curriculum": curriculum}
+    from doit.analysis.design import run_design
+
+    steps = {"ladder": ladder, "curriculum": curriculum, "design": run_design}
     try:
         return steps.get(args.step, run)(args)
     except (ResultsError, ValueError, FileNotFoundError) as e:

@@ -33,21 +33,16 @@ Definitions (the same whatever form won, since they read the fitted curves):
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
-from doit.analysis.bootstrap import Z, interval, z_score
+from doit.analysis.bootstrap import interval
 from doit.analysis.fits import GridFits
 from doit.analysis.limits import ability_note
 
-DELTA = 2.0
-POWER = 0.8  # the probability with which the MDE is called responsive
-POWER_Z = Z + norm.ppf(POWER)
-EQUIVALENCE_LEVEL = 0.90  # two one-sided tests at 5% each: a 90% interval inside the margin
-Z_EQUIVALENCE = z_score(EQUIVALENCE_LEVEL)
+# The one MDE definition lives below both the analysis and the grid's planner (doit.stats.power)
+from doit.stats.power import DELTA, EQUIVALENCE_LEVEL, Power, power  # noqa: F401
+
 RESPONSIVE, RESISTANT, HARMED, UNDETERMINED = "responsive", "resistant", "harmed", "undetermined"
 NOT_DECIDABLE = "not decidable with this design"
 CLASSES = (RESPONSIVE, RESISTANT, HARMED, UNDETERMINED, NOT_DECIDABLE)
@@ -162,24 +157,6 @@ def first_reaching(curve: np.ndarray, top: float, floor: float, n: np.ndarray, s
 
 def _finite(value: float) -> float:
     return float(value) if np.isfinite(value) else np.nan
-
-
-class Power(NamedTuple):
-    """What a design can decide about a sensitivity whose bootstrap standard error is se."""
-
-    mde: float  # the smallest true effect called responsive (95% lower bound > delta) w.p. 0.8
-    resistant_reachable: bool  # the expected 90% half-width is below delta
-
-
-def power(se, delta: float = DELTA) -> Power:
-    """The power of a design with standard error ``se`` (points; a float or an array) at margin
-    ``delta``, under a normal approximation: mde = delta + (z_0.975 + z_0.8) se, resistance
-    reachable when z_0.95 se < delta. A NaN se (no replicates) gives a NaN mde, not reachable."""
-    se = np.asarray(se, float)
-    mde, reachable = delta + POWER_Z * se, Z_EQUIVALENCE * se < delta
-    if se.ndim == 0:
-        return Power(float(mde), bool(reachable))
-    return Power(mde, reachable)
 
 
 def classify(

@@ -22,11 +22,25 @@ from doit.io import OutputError
 
 
 def cmd_plan(a) -> int:
-    from doit.grid.plan import write_plan
+    from doit.grid.plan import write_plan, write_unchecked_plan
+    from doit.grid.power import describe, plan_power, unplannable
     from doit.grid.spec import load_grid, parse_sets
 
     grid = load_grid(a.grid, parse_sets(a.set))
-    cells, retired = write_plan(grid, a.out, a.replan)
+    power = skipped = None
+    if not grid.pretraining_only:
+        skipped = unplannable(grid)
+        if skipped and a.no_check:
+            raise PlanError(skipped)
+        power = None if skipped else plan_power(grid, a, checked=not a.no_check)
+    if a.no_check:
+        if power is None:
+            raise PlanError(f"{a.grid}: --no-check plans power, and a pretraining grid has none")
+        write_unchecked_plan(grid, a.out, power)
+        print(describe(power))
+        print(f"{a.out}: power planned without bases or corpus (--no-check): no cells to run")
+        return 0
+    cells, retired = write_plan(grid, a.out, a.replan, power=power)
     print(cell_table(cells))
     for warning in plan_warnings(grid, cells):
         print(f"warning: {warning}")
@@ -34,6 +48,10 @@ def cmd_plan(a) -> int:
         budgets = ", ".join(f"{k} {v}" for k, v in grid.max_new_tokens.items())
         epochs = grid.eval_epochs if isinstance(grid.eval_epochs, str) else list(grid.eval_epochs)
         print(f"generation budgets (max_new_tokens): {budgets}; scored epochs: {epochs}")
+    if power:
+        print(describe(power))
+    elif skipped:
+        print(f"power not planned: {skipped}")
     print(
         f"{a.out}: {len(cells)} cells planned"
         + (f"; {len(retired)} retired (results in {a.out}/retired)" if retired else "")
@@ -81,8 +99,11 @@ def _n(value) -> str:
 def cmd_run(a) -> int:
     import fnmatch
 
-    from doit.grid.plan import read_plan
+    from doit.grid.plan import read_plan, unchecked
     from doit.grid.runner import run_study
+
+    if unchecked(a.study):
+        raise PlanError(f"{a.study}: planned with --no-check (no cells); plan it without to run")
 
     if a.cells and not any(fnmatch.fnmatch(c.id, a.cells) for c in read_plan(a.study).cells):
         print(f"warning: --cells {a.cells!r} matches no cell of {a.study}")
@@ -136,6 +157,7 @@ def build_parser() -> ArgumentParser:
         help="a top-level grid key over the file's (VALUE in YAML; repeatable), "
         "e.g. --set 'pretrain_seed=[0,1,2]'",
     )
+    power_flags(s)
     s.set_defaults(func=cmd_plan)
     s = sub.add_parser("run", help="run every pending cell, then write results.csv")
     s.add_argument("study", type=Path)
@@ -169,6 +191,34 @@ def build_parser() -> ArgumentParser:
     s.add_argument("--retry-failed", action="store_true", help="run it again if it failed")
     s.set_defaults(func=cmd_run_cell)
     return p
+
+
+def power_flags(s) -> None:
+    """The plan's power flags (doit/grid/power.py's docstring)."""
+    from doit.stats.power import DELTA
+    from doit.stats.variance import SCORE_PRIOR, SEED_SD_PRIOR
+
+    s.add_argument(
+        "--no-check",
+        action="store_true",
+        help="plan power only, without the bases or the corpus (counts from the grid and the "
+        "dataset card); writes no cells",
+    )
+    s.add_argument("--pilot", type=Path, help="a finished study with per-item rows: its inputs")
+    s.add_argument(
+        "--seed-sd",
+        type=float,
+        help=f"training-seed SD prior, logit of a cell's score (default {SEED_SD_PRIOR}, micro)",
+    )
+    s.add_argument(
+        "--score-levels",
+        help=f"expected score, points: one value or ability=p,... (default {SCORE_PRIOR:g})",
+    )
+    s.add_argument("--item-corr", type=float, help="two cells' item correlation (default 0)")
+    s.add_argument("--design-effect", type=float, default=1.0, help="item clusters (default 1)")
+    s.add_argument("--items", type=int, help="test items per ability (default: corpus or card)")
+    s.add_argument("--budget", type=int, help="the policy difference's budget (default: largest)")
+    s.add_argument("--delta", type=float, default=DELTA, help=f"margin, points (default {DELTA})")
 
 
 def main(argv: list[str] | None = None) -> int:

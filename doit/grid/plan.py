@@ -42,6 +42,7 @@ from doit.io import OutputKind, check_output, inside, read_json, read_yaml, writ
 from doit.train import rundir
 
 PLAN = "plan.json"
+NO_CHECK = "no_check"  # plan.json of `plan --no-check`: a power table, no cells
 BASE_IDENTITY = rundir.BASE_IDENTITY  # written beside a base the runner pretrained: what built it
 CELLS = "cells"
 KINDS = ("pretrain", "base", "sft")
@@ -469,7 +470,12 @@ def study_inputs(grid: Grid) -> dict:
 
 
 def write_plan(
-    grid: Grid, study, replan: bool = False, flag: str = "--out", kind: OutputKind = STUDY
+    grid: Grid,
+    study,
+    replan: bool = False,
+    flag: str = "--out",
+    kind: OutputKind = STUDY,
+    power: dict | None = None,
 ) -> tuple[list[Cell], list[str]]:
     """Write ``STUDY/plan.json`` and each cell's folder; returns (cells, retired cell ids).
 
@@ -481,7 +487,8 @@ def write_plan(
     A study planned from another grid is refused (naming the differing keys) unless
     ``replan``: then cells whose id is unchanged keep their work, and the rows of cells the
     new plan no longer holds move to ``STUDY/retired/`` (never into the new tables). Nothing
-    is written unless every cell could run (`doit.grid.checks`).
+    is written unless every cell could run (`doit.grid.checks`). ``power``: what the grid can
+    decide (`doit.grid.power.plan_power`), kept in plan.json for `doit grid status`.
     """
     from doit.grid.checks import check_plan
 
@@ -525,9 +532,27 @@ def write_plan(
             "grid_path": str(grid.path),
             "cells": [c.to_dict() for c in cells],
             "planned_from": planned_from(grid, study, cells),
+            **({"power": power} if power else {}),
         },
     )
     return cells, retired
+
+
+def write_unchecked_plan(grid: Grid, study, power: dict) -> None:
+    """``doit grid plan --no-check``: plan.json with the grid and its power table but no cells
+    (bases and corpus were not looked at), which `doit grid run` refuses to run."""
+    check_output(study, STUDY, inputs=study_inputs(grid), overwrite_flag=None)
+    study = Path(study)
+    if (study / PLAN).is_file() and read_plan(study).cells:
+        raise PlanError(f"{study}: planned with cells; plan --no-check into another folder")
+    plan = {"grid": grid.raw, "grid_path": str(grid.path), "cells": [], NO_CHECK: True}
+    write_json(study / PLAN, plan | {"power": power})
+
+
+def unchecked(study) -> bool:
+    """Whether ``study`` was planned with --no-check (nothing to run)."""
+    path = Path(study) / PLAN
+    return path.is_file() and bool(read_json(path).get(NO_CHECK))
 
 
 def _flat(mapping: dict, prefix: str = "") -> dict:

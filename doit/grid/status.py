@@ -4,9 +4,11 @@ and a bar per kind of cell."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
-from doit.grid.plan import Cell, read_plan
+from doit.grid.plan import PLAN, Cell, read_plan
 from doit.grid.runner import read_status, state
+from doit.io import read_json
 
 STATES = ("done", "running", "failed", "pending")
 
@@ -36,4 +38,9 @@ def print_status(study) -> int:
             print(f"  {s:<8} {c.id}  {detail}")
     total = Counter(s for _, s in rows)
     print(", ".join(f"{total[s]} {s}" for s in STATES))
+    power = read_json(Path(study) / PLAN).get("power")
+    if power:
+        from doit.grid.power import describe
+
+        print(f"what the grid can decide (planned):\n{describe(power)}")
     return 0
