@@ -43,7 +43,8 @@ _HALVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # analysis -> 
 
 def halves(a: Analysis) -> tuple[Analysis, Analysis] | None:
     """The analysis of each half of the fitted split's items (the rest of the study as it
-    is), under the same settings, made once per analysis; None without per-item rows."""
+    is), under the same settings, made once per analysis; None without per-item rows of that
+    split."""
     if a not in _HALVES:
         _HALVES[a] = _halves(a)
     return _HALVES[a]
@@ -51,7 +52,7 @@ def halves(a: Analysis) -> tuple[Analysis, Analysis] | None:
 
 def _halves(a: Analysis) -> tuple[Analysis, Analysis] | None:
     items, split = a.items, a.settings.split
-    if items is None or items.empty:
+    if items is None or not (items["split"] == split).any():
         return None
     mine = items["split"] == split
     ids = items.loc[mine, ["ability", "type", "idx"]].drop_duplicates()
