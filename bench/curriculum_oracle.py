@@ -154,7 +154,9 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                 policy=policy,
                 studies=len(g),
                 share_of_optimum=g["realised"].mean() / g["optimum"].mean(),
-                at_least_reach4=float((mine >= other.reindex(mine.index) - 1e-9).mean()),
+                at_least_reach4=np.nan
+                if policy.startswith("reach4")
+                else float((mine >= other.reindex(mine.index) - 1e-9).mean()),
                 predicted_minus_realised=(g["predicted"] - g["realised"]).mean(),
                 coverage=float(covered.mean()),
                 realised=g["realised"].mean(),
@@ -177,9 +179,7 @@ def main(argv=None) -> int:
     budgets = [float(x) for x in a.budgets.split(",")]
     risks = [float(x) for x in a.risks.split(",")]
     tasks = [
-        (d, s, budgets, risks, a.replicates)
-        for d in a.designs.split(",")
-        for s in range(a.studies)
+        (d, s, budgets, risks, a.replicates) for d in a.designs.split(",") for s in range(a.studies)
     ]
     with ProcessPoolExecutor(a.jobs) as pool:
         rows = [r for part in pool.map(one, tasks) for r in part]
