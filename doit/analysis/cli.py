@@ -152,8 +152,8 @@ def curriculum_parser(sub) -> None:
         "--risk",
         type=at_least(0, float),
         default=RISK,
-        help="lambda of marginal's objective sum_a w_a (S_a - lambda SD_a) (0: the plug-in "
-        "optimum)",
+        help=f"lambda of marginal's objective sum_a w_a (S_a - lambda SD_a) (default {RISK:g}, "
+        "chosen on the planted check; 0: the plug-in optimum)",
     )
     s.add_argument(
         "--no-loss",

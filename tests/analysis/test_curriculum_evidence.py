@@ -192,3 +192,22 @@ def test_halves_split_each_ability_s_items_in_two_and_the_gain_is_cross_fitted(s
     assert macro(plug)["predicted_from"].startswith(cf.PLUG_IN)
     assert macro(crossed)["gain"] != macro(plug)["gain"]
     assert crossed.allocations["marginal"].counts == plug.allocations["marginal"].counts
+
+
+def test_the_cli_flags_reach_the_options():
+    from doit.analysis.cli import build_parser
+    from doit.analysis.curriculum.options import RISK
+
+    argv = ["curriculum", "study", "--budget", "10", "--out", "o"]
+    plain = build_parser().parse_args(argv)
+    assert plain.reach is None and plain.risk == RISK and not plain.no_loss
+    assert plain.transfer_from is None and not plain.plug_in
+    more = ["--reach", "4", "--risk", "0", "--no-loss", "--transfer-from", "xs", "--plug-in"]
+    asked = build_parser().parse_args(argv + more)
+    assert (asked.reach, asked.risk, asked.no_loss, asked.transfer_from, asked.plug_in) == (
+        4.0,
+        0.0,
+        True,
+        "xs",
+        True,
+    )
