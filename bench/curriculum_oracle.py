@@ -3,7 +3,8 @@ how much of the exact optimum's planted gain over uniform the default marginal e
 it beats the reach-4 policy, and whether its predicted gain and interval hold.
 
     python bench/curriculum_oracle.py --studies 20 [--designs a,b] [--budgets 5,8]
-        [--risks 0,0.5,1] [--replicates 200] [--jobs 2] [--out runs/bench/curriculum_oracle.csv]
+        [--risks 0,0.5,1] [--replicates 200] [--jobs 2] [--seed-prior]
+        [--out runs/bench/curriculum_oracle.csv]
 
 Every world has ten abilities with kinds fixed per ability (``KINDS``): 3 still rising past the
 grid's largest n (smooth, planted data sensitivity 6-15 points per 4x), 2 with small real slopes
@@ -85,10 +86,12 @@ def planted_macro(values: list[np.ndarray], counts: dict) -> float:
 
 
 def one(args) -> list[dict]:
-    design, study, budgets, risks, replicates = args
+    design, study, budgets, risks, replicates, prior = args
     w = world(design, study)
     base = max(w.design.bases, key=w.design.bases.get)
     settings = replace(SETTINGS, replicates=replicates, seed=study)
+    if prior and w.design.seeds < 2:  # the planted seed SD on the score's logit, as a prior
+        settings = replace(settings, seed_sd=float(w.truth["seed_sd_score"].mean()))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         a = Analysis(str(w.write(Path(tmp) / "study")), settings)
@@ -174,12 +177,19 @@ def main(argv=None) -> int:
     p.add_argument("--risks", default="0,0.5,1")
     p.add_argument("--replicates", type=int, default=200)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument(
+        "--seed-prior",
+        action="store_true",
+        help="one-seed designs: give the planted seed SD (on the score's logit) as --seed-sd",
+    )
     p.add_argument("--out", type=Path, default=Path("runs/bench/curriculum_oracle.csv"))
     a = p.parse_args(argv)
     budgets = [float(x) for x in a.budgets.split(",")]
     risks = [float(x) for x in a.risks.split(",")]
     tasks = [
-        (d, s, budgets, risks, a.replicates) for d in a.designs.split(",") for s in range(a.studies)
+        (d, s, budgets, risks, a.replicates, a.seed_prior)
+        for d in a.designs.split(",")
+        for s in range(a.studies)
     ]
     with ProcessPoolExecutor(a.jobs) as pool:
         rows = [r for part in pool.map(one, tasks) for r in part]
