@@ -82,8 +82,11 @@ def build_parser() -> ArgumentParser:
 
 def curriculum_parser(sub) -> None:
     from doit.analysis.curriculum.options import (
+        EXTRAPOLATE_BELOW,
+        FURTHER,
         MODELS,
         REACH,
+        RISK,
         SETTINGS,
         TRANSFER,
         UNITS,
@@ -138,9 +141,33 @@ def curriculum_parser(sub) -> None:
     s.add_argument("--model", default="auto", choices=MODELS, help="regression's model")
     s.add_argument(
         "--reach",
-        type=float,
-        default=REACH,
-        help="optimised counts stay within this x the largest observed n",
+        type=at_least(0, float),
+        default=None,
+        help=f"optimised counts stay within this x the largest observed n (default: "
+        f"evidence-bounded: {REACH:g}, {FURTHER:g} where the held-out one-step error is "
+        f"< {EXTRAPOLATE_BELOW:g} points)",
+    )
+    s.add_argument(
+        "--transfer-from",
+        help="the base whose leave-one-out cells measure the transfer term when the target "
+        "has none (refused otherwise), noted",
+    )
+    s.add_argument(
+        "--risk",
+        type=at_least(0, float),
+        default=RISK,
+        help=f"lambda of marginal's objective sum_a w_a (S_a - lambda SD_a) (default {RISK:g}, "
+        "chosen on the planted check; 0: the plug-in optimum)",
+    )
+    s.add_argument(
+        "--no-loss",
+        action="store_true",
+        help="no ability predicted below uniform by more than its MDE",
+    )
+    s.add_argument(
+        "--plug-in",
+        action="store_true",
+        help="predicted gains from the fits of every item, not cross-fitted on two halves",
     )
     add_flags(s, SETTINGS, WHY)
     s.add_argument(
@@ -276,6 +303,10 @@ def curriculum(args) -> int:
         transfer=args.transfer,
         model=args.model,
         reach=args.reach,
+        risk=args.risk,
+        no_loss=args.no_loss,
+        transfer_from=args.transfer_from,
+        crossfit=not args.plug_in,
         settings=from_args(args),
     )
     result = cur.make(args.source, options)

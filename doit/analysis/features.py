@@ -25,7 +25,7 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from doit.analysis.bootstrap import Counts, Estimate, intervals
-from doit.analysis.fits import same_n_rows
+from doit.analysis.fits import same_n_rows, untuned_rows
 from doit.data import kinds as ak
 
 LOO, PROXY = (
@@ -72,9 +72,14 @@ class LooSums:
     kept: Estimate
 
 
-def loo_sums(counts: Counts, ability: str, full_mask=None, loo_mask=None) -> LooSums:
+def loo_sums(
+    counts: Counts, ability: str, full_mask=None, loo_mask=None, bases=None, anchored=False
+) -> LooSums:
     """``LooSums`` of ``ability``'s leave-one-out pairs (masks: the uniform and the
-    leave-one-out points of ``ability``; default every one in ``counts``)."""
+    leave-one-out points of ``ability``; default every one in ``counts``), of the ``bases``
+    named (None: every base). ``anchored``: gains over the pair's base's own untuned (n = 0)
+    score instead of chance (a pair whose base has no untuned cell is left out), so a base
+    that starts above chance does not count its head start as gain kept without own data."""
     pts = counts.points
     if full_mask is None:
         own = (pts["ability"] == ability).to_numpy()
@@ -85,8 +90,18 @@ def loo_sums(counts: Counts, ability: str, full_mask=None, loo_mask=None) -> Loo
     full = pts[full_mask][key].assign(i_all=np.nonzero(full_mask)[0])
     left = pts[loo_mask][key].assign(i_loo=np.nonzero(loo_mask)[0])
     pairs = full.merge(left, on=key)
-    gain = _above_chance(counts, pairs["i_all"].to_numpy())
-    kept = _above_chance(counts, pairs["i_loo"].to_numpy())
+    if bases is not None:
+        pairs = pairs[pairs["base"].isin(list(bases))]
+    if not anchored:
+        gain = _above_chance(counts, pairs["i_all"].to_numpy())
+        kept = _above_chance(counts, pairs["i_loo"].to_numpy())
+        return LooSums(len(pairs), gain, kept)
+    untuned = untuned_rows(pts) & (pts["ability"] == ability).to_numpy()
+    at = pd.Series(np.nonzero(untuned)[0], index=pts.loc[untuned, "base"].to_numpy())
+    pairs = pairs[pairs["base"].isin(at.index)]
+    i0 = at[~at.index.duplicated()].reindex(pairs["base"]).to_numpy(int)
+    gain = counts.difference(pairs["i_all"].to_numpy(), i0).total()
+    kept = counts.difference(pairs["i_loo"].to_numpy(), i0).total()
     return LooSums(len(pairs), gain, kept)
 
 

@@ -171,8 +171,10 @@ def summary_lines(
     base=None,
     seeds: int = 1,
     cells: int | None = None,
+    curriculum: str = "",
 ) -> list[str]:
-    """At most ten lines for a terminal (`recipes/demo.py`)."""
+    """At most ten lines for a terminal (`recipes/demo.py`); ``curriculum``: how its
+    curriculum was made, said after its gain."""
     ranked = by_data_sensitivity(a)
     done = f"{cells} cells, " if cells is not None else ""
     lines = [
@@ -193,6 +195,7 @@ def summary_lines(
     if rank:
         lines.append(f"rank agreement with planted_data_rank: {rank}")
     if gain is not None:
-        lines.append("curriculum: " + _gain_text(gain, budget, base, seeds))
+        said = f"; {curriculum}" if curriculum else ""
+        lines.append("curriculum: " + _gain_text(gain, budget, base, seeds) + said)
     lines.append(f"report: {report}")
     return lines[:10]

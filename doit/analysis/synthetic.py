@@ -529,11 +529,14 @@ def _solve(f, lo: float, hi: float, near: float = 0.0) -> float:
     return float(brentq(f, xs[i], xs[i + 1], xtol=1e-7))
 
 
-def draw_levers(kind: str, chance: float, design: Design, rng: np.random.Generator) -> Levers:
+def draw_levers(
+    kind: str, chance: float, design: Design, rng: np.random.Generator, data: float | None = None
+) -> Levers:
     """An ability of ``kind`` (KINDS) with ``chance`` (points): floor, ceiling, untuned score
     and target sensitivities drawn from the stated ranges, then alpha, beta_data and beta_size
     solved so that the planted truth meets the targets (`_fit_targets`; a target
-    that the floor or ceiling puts out of reach is met as nearly as it can be)."""
+    that the floor or ceiling puts out of reach is met as nearly as it can be). ``data``: the
+    data-sensitivity target (points per 4x) instead of its draw (the draws stay the same)."""
     from dataclasses import replace
 
     if kind not in KINDS:
@@ -542,7 +545,8 @@ def draw_levers(kind: str, chance: float, design: Design, rng: np.random.Generat
     floor, ceiling = c * rng.uniform(*FLOOR_SHARE), rng.uniform(*CEILING)
     steps = _log4(max(design.trained_ns) / min(design.trained_ns))
     untuned = c + rng.uniform(*UNTUNED) / 100
-    data = rng.uniform(*DATA_SENSITIVITY)
+    drawn = rng.uniform(*DATA_SENSITIVITY)  # drawn even when given: the later draws stay put
+    data = drawn if data is None else data
     size = rng.uniform(*(SIZE_ONLY_SIZE if kind == "size_only" else SIZE_SENSITIVITY))
     if kind == "harmful":  # room to fall: twice the planted fall above the floor
         data = rng.uniform(*HARMFUL_DATA)

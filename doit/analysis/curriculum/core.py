@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.bootstrap import interval
-from doit.analysis.curriculum import policies
-from doit.analysis.curriculum.evidence import Evidence, gather
+from doit.analysis.curriculum import crossfit, policies
+from doit.analysis.curriculum.evidence import Evidence, gather, refit
 from doit.analysis.curriculum.options import CurriculumError, Options
 
 COLUMNS = [
@@ -41,6 +41,7 @@ COLUMNS = [
     "rule",
     "split",
     "resamples",  # what the intervals resample (bootstrap.Counts.resamples)
+    "predicted_from",  # cross-fitted or plug-in, and the trained runs' noise (crossfit.py)
 ]
 MACRO = "macro"  # the weighted macro row of every policy
 # the columns a macro row is shown with (the CLI's printout, the report's table)
@@ -88,23 +89,69 @@ def make(source, options: Options) -> Result:
             "give an ability a weight > 0"
         )
     allocations = {p.name: p.allocate(ev) for p in order}
-    table = predictions(ev, allocations)
-    notes = [*ev.notes, *(f"{p}: {n}" for p, a in allocations.items() for n in a.notes)]
+    crossed, said = cross_fitted(ev, allocations)
+    table = predictions(ev, allocations, crossed)
+    notes = [*ev.notes, *(f"{p}: {n}" for p, a in allocations.items() for n in a.notes), *said]
     return Result(ev, allocations, table, notes)
 
 
-def predictions(ev: Evidence, allocations: dict) -> pd.DataFrame:
-    """curriculum.csv: a row per policy and ability, and a macro row per policy."""
+def cross_fitted(ev: Evidence, allocations: dict) -> tuple[dict, list[str]]:
+    """policy -> (point (K,), reps, uniform's point, reps) of every allocation chosen from the
+    fits (``Policy.crossfit``), chosen on one half of the items and predicted by the other's
+    curves, the mean of both directions (`crossfit`); notes."""
+    chosen = [p for p in allocations if policies.get(p).crossfit]
+    if not (ev.options.crossfit and chosen):
+        return {}, []
+    parts = crossfit.halves(ev.analysis)
+    if parts is None:
+        return {}, [f"plug-in predicted gains ({', '.join(chosen)}): no per-item rows to halve"]
+    halves = [refit(ev, h) for h in parts]
+    base = allocations[policies.baseline().name].counts
+    out = {}
+    for name in chosen:
+        both = []
+        for mine, other in ((halves[0], halves[1]), (halves[1], halves[0])):
+            counts = policies.get(name).build(mine).counts
+            both.append((*other.model.predict(counts), *other.model.predict(base)))
+        out[name] = tuple(
+            None if x is None or y is None else (x + y) / 2 for x, y in zip(*both, strict=True)
+        )
+    return out, [
+        f"{', '.join(chosen)}: predicted scores and gains {crossfit.CROSSFIT} (chosen on one, "
+        "predicted by the other's curves, both ways; the mix written is chosen on all items)"
+    ]
+
+
+def predictions(ev: Evidence, allocations: dict, crossed: dict | None = None) -> pd.DataFrame:
+    """curriculum.csv: a row per policy and ability, and a macro row per policy; ``crossed``:
+    the cross-fitted predictions of the policies that have them (`cross_fitted`)."""
+    crossed = crossed or {}
     baseline = {}  # model -> the baseline's prediction under it
     base_counts = allocations[policies.baseline().name].counts
     rows = []
     w = ev.weights / ev.weights.sum()
-    for alloc in allocations.values():
+    base_noise = None
+    for stream, alloc in enumerate(allocations.values()):
         model = alloc.model
         if id(model) not in baseline:
             baseline[id(model)] = model.predict(base_counts)
-        base_pt, base_reps = baseline[id(model)]
         point, reps = model.predict(alloc.counts)
+        base_pt, base_reps = baseline[id(model)]
+        if alloc.policy in crossed:
+            point, reps, base_pt, base_reps = crossed[alloc.policy]
+        how = crossfit.CROSSFIT if alloc.policy in crossed else crossfit.PLUG_IN
+        if reps is not None:  # what the trained runs add: a seed each, extrapolation error
+            if base_noise is None:
+                base_noise = crossfit.arm_noise(ev, base_counts, base_pt, len(reps), 0)
+            baseline_row = alloc.policy == policies.baseline().name
+            noise = (
+                base_noise
+                if baseline_row
+                else crossfit.arm_noise(ev, alloc.counts, point, len(reps), stream)
+            )
+            reps = reps + noise
+            base_reps = None if base_reps is None else base_reps + base_noise
+        how += "; a training seed per arm and the held-out extrapolation error"
         for i, k in enumerate(ev.abilities):
             n = alloc.counts[k]
             rows.append(
@@ -118,6 +165,7 @@ def predictions(ev: Evidence, allocations: dict) -> pd.DataFrame:
                     _col(reps, i),
                     point[i] - base_pt[i],
                     _diff(reps, base_reps, i),
+                    how,
                 )
             )
         macro_reps = None if reps is None else reps @ w
@@ -134,6 +182,7 @@ def predictions(ev: Evidence, allocations: dict) -> pd.DataFrame:
                 macro_reps,
                 float((point - base_pt) @ w),
                 gain_reps,
+                how,
             )
         )
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -147,7 +196,7 @@ def _diff(reps, base, i):
     return None if reps is None or base is None else reps[:, i] - base[:, i]
 
 
-def _row(ev, alloc, ability, n, extrapolated, point, reps, gain, gain_reps) -> dict:
+def _row(ev, alloc, ability, n, extrapolated, point, reps, gain, gain_reps, how) -> dict:
     total = sum(alloc.counts.values())
     tokens = (
         sum(c * ev.tokens[k] for k, c in alloc.counts.items())
@@ -178,4 +227,5 @@ def _row(ev, alloc, ability, n, extrapolated, point, reps, gain, gain_reps) -> d
         "rule": o.settings.rule,
         "split": o.settings.split,
         "resamples": ev.analysis.counts.resamples,
+        "predicted_from": how,
     }

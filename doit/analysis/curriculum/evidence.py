@@ -9,6 +9,7 @@ formulation included), so the test split stays untouched for the comparison of t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,7 +19,13 @@ import numpy as np
 import pandas as pd
 
 from doit.analysis.curriculum.model import ScoreModel, transfer_shares
-from doit.analysis.curriculum.options import CurriculumError, Options
+from doit.analysis.curriculum.options import (
+    EXTRAPOLATE_BELOW,
+    FURTHER,
+    REACH,
+    CurriculumError,
+    Options,
+)
 from doit.analysis.fits import fit_series, fits_table, same_n_rows
 from doit.analysis.pipeline import Analysis
 from doit.data import abilities as ab
@@ -39,6 +46,8 @@ class Evidence:
     tokens: dict[str, float]  # assistant tokens per item (NaN when the study lacks them)
     best_n: dict[str, int]  # the uniform n with the best observed score on the target
     notes: list[str] = field(default_factory=list)
+    reach: dict[str, float] = field(default_factory=dict)  # ability -> x its largest observed n
+    heldout: dict[str, float] = field(default_factory=dict)  # its held-out one-step error, points
 
     @property
     def weights(self) -> np.ndarray:
@@ -96,12 +105,7 @@ def gather(source, options: Options) -> Evidence:
     tokens = tokens_per_item(table, abilities)
     _check_budget(options, tokens, lower, upper)
     use = _use_transfer(table, options)
-    counts = a.counts
-    target, params, curves = _target(a, abilities, options)
-    xs = np.concatenate([f.x for f in curves.values()])
-    model = ScoreModel(
-        abilities, curves, transfer_shares(counts, abilities, use), float(xs.max()), float(xs.min())
-    )
+    target, params, model, said = score_model(a, abilities, options, use)
     ev = Evidence(
         a,
         options,
@@ -113,10 +117,77 @@ def gather(source, options: Options) -> Evidence:
         lower,
         upper,
         tokens,
-        best_observed(counts, target, abilities),
+        best_observed(a.counts, target, abilities),
     )
-    ev.notes += transfer_notes(model, use, options) + beyond_notes(a, options)
+    ev.reach, ev.heldout, reach_said = reach_of(a, target, abilities, options)
+    ev.notes += said + reach_said + beyond_notes(a, options)
     return ev
+
+
+def score_model(a: Analysis, abilities, options: Options, use: bool):
+    """(target, params, the `ScoreModel` of ``a``'s fits on it, notes on its transfer term)."""
+    target, params, curves = _target(a, abilities, options)
+    xs = np.concatenate([f.x for f in curves.values()])
+    bases = transfer_bases(a, target, options, use)
+    shares = transfer_shares(a.counts, abilities, use and bool(bases), bases)
+    model = ScoreModel(abilities, curves, shares, float(xs.max()), float(xs.min()))
+    return target, params, model, transfer_notes(model, use, options, target, bases)
+
+
+def refit(ev: Evidence, a: Analysis) -> Evidence:
+    """``ev`` with its score model (and best observed n) refitted on the analysis ``a`` of the
+    same study (a half of its items: the cross-fit), its bounds and reach kept."""
+    use = _use_transfer(a.table, ev.options)
+    _, _, model, _ = score_model(a, ev.abilities, ev.options, use)
+    best = best_observed(a.counts, ev.target, ev.abilities)
+    return dataclasses.replace(ev, analysis=a, model=model, best_n=best, notes=[])
+
+
+def transfer_bases(a: Analysis, target: str, options: Options, use: bool) -> tuple[str, ...]:
+    """The bases whose leave-one-out cells T_a is measured on: the target's, or
+    ``--transfer-from``'s; () when neither has any (another base's are refused unless named)."""
+    if not use:
+        return ()
+    t = a.table
+    loo = set(t.loc[t["excluded_ability"].notna(), "base"])
+    if options.transfer_from is not None:
+        if options.transfer_from not in loo:
+            raise CurriculumError(
+                f"--transfer-from {options.transfer_from}: that base has no leave-one-out cells "
+                f"(bases with them: {', '.join(sorted(loo)) or 'none'})"
+            )
+        return (options.transfer_from,)
+    if target in loo:
+        return (target,)
+    if options.transfer == "on":
+        raise CurriculumError(
+            f"--transfer on: the leave-one-out cells are on {', '.join(sorted(loo))}, not on the "
+            f"target {target}; add data.loo on {target} to the grid, or name the base with "
+            "--transfer-from BASE (the transfer is then measured there and applied here)"
+        )
+    return ()
+
+
+def reach_of(a: Analysis, target: str, abilities, options: Options):
+    """(ability -> its reach, ability -> its held-out one-step error on the target (NaN: none),
+    notes): ``--reach`` for every ability when given, else REACH, or FURTHER for an ability
+    whose held-out largest-n prediction on the target missed by < EXTRAPOLATE_BELOW points."""
+    held = a.predictions if target in set(a.counts.points["base"]) else None
+    error = dict.fromkeys(abilities, np.nan)
+    if held is not None:
+        rows = held[(held["holdout"] == "largest_n") & (held["base"] == target)]
+        error.update(rows.groupby("ability")["abs_error"].mean().to_dict())
+    if options.reach is not None:
+        return dict.fromkeys(abilities, float(options.reach)), error, []
+    further = [k for k in abilities if error[k] < EXTRAPOLATE_BELOW]
+    reach = {k: FURTHER if k in further else REACH for k in abilities}
+    said = (
+        f"evidence-bounded: counts within {REACH:g} x the largest observed n, "
+        f"{FURTHER:g} x for the abilities whose held-out one-step prediction on {target} "
+        f"missed by < {EXTRAPOLATE_BELOW:g} points"
+    )
+    said += ": " + ", ".join(f"{k} ({error[k]:.1f})" for k in further) if further else ": none did"
+    return reach, {k: float(v) for k, v in error.items()}, [said]
 
 
 def beyond_notes(a: Analysis, options: Options) -> list[str]:
@@ -202,18 +273,27 @@ def _use_transfer(table: pd.DataFrame, options: Options) -> bool:
     return has_loo and options.transfer != "off"
 
 
-def transfer_notes(model: ScoreModel, use: bool, options: Options) -> list[str]:
-    if not use:
+def transfer_notes(model: ScoreModel, use: bool, options: Options, target="", bases=()) -> list:
+    if not use or not bases:
         why = (
             "--transfer off"
             if options.transfer == "off"
             else "the study has no leave-one-out cells"
+            if not use
+            else f"the leave-one-out cells are not on the target {target}; --transfer-from "
+            "BASE would use another base's"
         )
         return [f"transfer ignored ({why}): S_a = U_a(n_a), the uniform-grid curve alone"]
     ignored = [f"{a} ({t.note})" for a, t in model.transfer.items() if t.note]
-    return [f"transfer term g_a for {len(model.abilities) - len(ignored)} abilities"] + (
-        [f"T_a = 0 for {', '.join(ignored)}"] if ignored else []
+    where = (
+        f" measured on {bases[0]}, applied to {target} (--transfer-from)"
+        if bases[0] != target
+        else f" measured on {target}"
     )
+    return [
+        f"transfer term g_a for {len(model.abilities) - len(ignored)} abilities{where}, "
+        "anchored on the untuned base"
+    ] + ([f"T_a = 0 for {', '.join(ignored)}"] if ignored else [])
 
 
 def _pools(source: str, options: Options, abilities) -> dict[str, int]:

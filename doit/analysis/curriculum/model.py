@@ -3,20 +3,24 @@ the transfer term from the leave-one-ability-out cells, and its bootstrap replic
 
 For K abilities and an allocation n (items per ability), ability a scores
 
-    S_a(n) = c_a + (1 - T_a) [U_a(n_a) - c_a] + T_a [U_a(N_other / (K - 1)) - c_a]
+    S_a(n) = f_a + (1 - T_a) [U_a(n_a) - f_a] + T_a [U_a(N_other / (K - 1)) - f_a]
            =       f_a(n_a)                   +       g_a(N_other)
 
-U_a: the fitted uniform-grid curve of the target base (`doit.analysis.fits`; U_a(0) is the
-curve's floor: the base's untuned score where it has an n = 0 cell), c_a the chance score,
-N_other = sum of the other abilities' items, T_a one parameter per ability: the
-share of the uniform gain an ability keeps without its own data. The form is exact at the cells
-it is fitted on: a uniform cell (n_a = N_other / (K - 1) = n) scores U_a(n), a leave-one-out cell
-(n_a = 0) scores c_a + T_a [U_a(n) - c_a] when U_a(0) = c_a. T_a is `doit.analysis.features`' Transference:
-sum(L - c) / sum(U - c) over the (base, n) pairs with a uniform cell and the cell without a
-(``features.loo_sums``), each replicate its own ratio (clipped to [-1, 2]). T_a = 0 (transfer
-ignored, said in ``Transfer.note``) when the study has no cell without a, or when the uniform
-gain's 95% CI includes 0 (no gain to share). With a fixed item budget B, N_other = B - n_a, so
-the objective is separable in n_a (`optimise.maximise` solves it exactly).
+U_a: the fitted uniform-grid curve of the target base (`doit.analysis.fits`, anchored: U_a(0) =
+f_a is the curve's floor, the target base's own untuned score where it has an n = 0 cell, a
+curve that may fall), N_other = sum of the other abilities' items, T_a one parameter per
+ability: the share of its uniform gain over the untuned base that an ability keeps without its
+own data. The form is exact at the cells it is fitted on: a uniform cell (n_a = N_other / (K -
+1) = n) scores U_a(n), a leave-one-out cell (n_a = 0) f_a + T_a [U_a(n) - f_a]. T_a is
+`doit.analysis.features.loo_sums` anchored on the untuned base: sum(L - f) / sum(U - f) over
+the (base, n) pairs of the target base (or the base ``--transfer-from`` names) with a uniform
+cell, the cell without a and an untuned cell; each replicate its own ratio (clipped to
+``T_RANGE``). Against chance instead (before #32) a base that starts above chance counted its
+head start as gain kept without own data (code's untuned 68%). T_a = 0 (transfer ignored,
+said in ``Transfer.note``) when there is no such pair, or when the uniform gain's 95% CI
+includes 0 (no gain to share). With a fixed item budget B, N_other = B - n_a, so the objective
+is separable in n_a (`optimise.maximise` solves it exactly); ``ScoreModel.spread`` gives the
+replicates' SD of S_a at every count, the risk term of the objective.
 """
 
 from __future__ import annotations
@@ -47,17 +51,20 @@ class Transfer:
         return interval(self.share, self.reps) if self.reps is not None else (np.nan, np.nan)
 
 
-def transfer_shares(counts, abilities, use: bool) -> dict[str, Transfer]:
-    """T_a for every ability from ``counts``' leave-one-out cells (``use`` False: all 0)."""
+def transfer_shares(counts, abilities, use: bool, bases=None) -> dict[str, Transfer]:
+    """T_a for every ability from ``counts``' leave-one-out cells on ``bases`` (None: every
+    base), anchored on each base's untuned score (``use`` False: all 0)."""
     out = {}
     for a in abilities:
         if not use:
             out[a] = Transfer(0.0, None, 0, "transfer off")
             continue
-        sums = loo_sums(counts, a)
+        sums = loo_sums(counts, a, bases=bases, anchored=True)
         pairs, gain, kept = sums.pairs, sums.gain.point, sums.kept.point
         if pairs == 0:
-            out[a] = Transfer(0.0, None, 0, "no leave-one-out cell without it: transfer ignored")
+            out[a] = Transfer(
+                0.0, None, 0, "no leave-one-out cell without it beside an untuned cell: ignored"
+            )
             continue
         lo, hi = sums.gain.interval()
         if not lo > 0 and not hi < 0:
@@ -107,6 +114,10 @@ class ScoreModel:
     def chance(self, a: str) -> float:
         return 100 * self.curves[a].chance
 
+    def start(self, a: str) -> float:
+        """f_a: the curve's score at n = 0 (the target's untuned score where it has one)."""
+        return float(self.curves[a].floor()[0])
+
     @property
     def label(self) -> str:
         return "curves with transfer" if self.uses_transfer else "curves"
@@ -118,29 +129,40 @@ class ScoreModel:
     def values(self, a: str, n: np.ndarray, total: float) -> np.ndarray:
         """S_a's point estimate when a gets ``n`` items (array) of ``total`` items in all."""
         k = len(self.abilities)
-        t, c, fit = self.transfer[a].share, self.chance(a), self.curves[a]
-        own = point_curve(fit, n) - c
+        t, f, fit = self.transfer[a].share, self.start(a), self.curves[a]
+        own = point_curve(fit, n) - f
         if t == 0:
-            return c + own
-        other = point_curve(fit, np.maximum(total - n, 0) / max(k - 1, 1)) - c
-        return c + (1 - t) * own + t * other
+            return f + own
+        other = point_curve(fit, np.maximum(total - n, 0) / max(k - 1, 1)) - f
+        return f + (1 - t) * own + t * other
+
+    def replicates(self, a: str, n: np.ndarray, total: float) -> np.ndarray | None:
+        """(R, len n) replicates of S_a when a gets ``n`` items of ``total``; None without."""
+        k, fit = len(self.abilities), self.curves[a]
+        n = np.asarray(n, float)
+        own = replicate_curve(fit, n)
+        if own is None:
+            return None
+        f = fit.floor()[1][:, None]
+        tr = self.transfer[a]
+        if tr.share == 0:
+            return own
+        t = (tr.reps if tr.reps is not None else np.full(len(own), tr.share))[:, None]
+        other = replicate_curve(fit, np.maximum(total - n, 0) / max(k - 1, 1))
+        return f + (1 - t) * (own - f) + t * (other - f)
+
+    def spread(self, a: str, n: np.ndarray, total: float) -> np.ndarray:
+        """The replicates' SD of S_a at each count of ``n`` (0 without replicates)."""
+        reps = self.replicates(a, n, total)
+        return np.zeros(len(np.atleast_1d(n))) if reps is None else reps.std(0, ddof=1)
 
     def predict(self, counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray | None]:
         """(K,) point scores and (R, K) replicates of the allocation ``counts``."""
         total = sum(counts.values())
-        k = len(self.abilities)
         points, reps = [], []
         for a in self.abilities:
-            n = counts.get(a, 0)
-            x = np.array([n, max(total - n, 0) / max(k - 1, 1)], float)
-            points.append(float(self.values(a, np.array([n], float), total)[0]))
-            rc = replicate_curve(self.curves[a], x)
-            if rc is None:
-                reps = None
-                continue
-            tr = self.transfer[a]
-            t = tr.reps if tr.reps is not None else np.full(len(rc), tr.share)
-            c = self.chance(a)
-            if reps is not None:
-                reps.append(c + (1 - t) * (rc[:, 0] - c) + t * (rc[:, 1] - c))
+            n = np.array([counts.get(a, 0)], float)
+            points.append(float(self.values(a, n, total)[0]))
+            r = self.replicates(a, n, total)
+            reps = None if r is None or reps is None else [*reps, r[:, 0]]
         return np.array(points), (np.column_stack(reps) if reps else None)

@@ -11,7 +11,17 @@ from doit.data import abilities as ab
 UNITS = ("items", "tokens")
 TRANSFER = ("auto", "on", "off")
 MODELS = ("auto", "linear", "lightgbm")
-REACH = 4.0  # marginal and regression give an ability at most REACH x the largest n observed
+# Evidence-bounded by default (#32): marginal and regression give an ability at most REACH x the
+# largest n observed for it, unless the study's own held-out one-step prediction error for it
+# (`doit.analysis.predict`'s largest_n holdout on the target) is below EXTRAPOLATE_BELOW points:
+# then one 4x step further (FURTHER x). `--reach R` sets every ability's bound instead.
+REACH = 1.0
+FURTHER = 4.0
+EXTRAPOLATE_BELOW = 2.0  # points: the ladder work's "within 2 points" (predict.LADDER_WITHIN)
+# The objective's risk aversion: marginal maximises sum_a w_a (mean_a - RISK x SD_a), SD_a the
+# replicates' SD of S_a at its count. Chosen on the planted studies (bench/curriculum_oracle.py,
+# doit/analysis/README.md): of 0, 0.5 and 1, lambda = 1 earned the most in every setting.
+RISK = 1.0
 # The analysis settings a curriculum is fitted under unless asked otherwise: the valid split
 # under the rule `last` (the one rule that may report valid), so test stays untouched for
 # comparing the policies (`--validate`).
@@ -40,7 +50,11 @@ class Options:
     unit: str = "items"  # items | tokens: what the budget counts
     transfer: str = "auto"  # auto: LOO cells if any; on: required; off: ignored
     model: str = "auto"  # regression's model: auto (by cross-validation) | linear | lightgbm
-    reach: float = REACH  # see REACH
+    reach: float | None = None  # None: evidence-bounded (REACH, FURTHER); a number: every ability
+    risk: float = RISK  # lambda of the risk-aware objective (see RISK); 0: the plug-in optimum
+    no_loss: bool = False  # no ability predicted below uniform by more than its MDE
+    transfer_from: str | None = None  # a base other than the target whose LOO cells give T_a
+    crossfit: bool = True  # predicted gains cross-fitted over two halves of valid's items
     settings: Settings = SETTINGS  # the analysis the curves are fitted by (see SETTINGS)
 
 

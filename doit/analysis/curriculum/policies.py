@@ -8,15 +8,19 @@
   arithmetic, `doit.data.mixes.fill_equal`).
 - ``maximum``: the same fixed counts, every other ability its whole pool (or cap); it ignores
   the budget and is left out of equal-budget comparisons.
-- ``marginal``: the allocation that maximises the fitted weighted macro score at the budget
-  (`model.ScoreModel`, transfer-aware), solved exactly (`optimise.maximise`); an ability whose
-  data-sensitivity 90% CI lies inside the equivalence margin (``data_class`` resistant) keeps its
-  floor.
+- ``marginal``: the allocation that maximises the risk-aware fitted macro sum_a w_a (S_a -
+  ``risk`` x SD_a) at the budget (`model.ScoreModel`, transfer-aware; SD_a the replicates' SD
+  of S_a at its count: a separable surrogate of the macro's lower bound), solved exactly
+  (`optimise.maximise`). No ability is floored by rule (one inside the equivalence margin
+  competes like any other); ``--no-loss`` forbids a count predicted below the ability's uniform
+  score by more than the MDE of that difference.
 - ``regression``: the best mixture under the regressed law (`regression`).
 
 Every count lies between the ability's floor and its pool (and cap); marginal and regression
-also stay within ``reach`` x the largest n the study observed for an ability, unless the budget
-cannot be spent there (then the bound is lifted and a note says so). With ``unit: tokens`` the
+also stay within the ability's reach (``Evidence.reach``: 1, or 4 where the study's held-out
+one-step error for it is small; ``--reach`` for all) x the largest n the study observed for it,
+unless the budget cannot be spent there (then the bound is lifted and a note names the grid
+point that would let it be spent inside the evidence). With ``unit: tokens`` the
 budget counts assistant tokens (each ability's tokens per item from the study): uniform and
 reconstruct take the most items their rule gives within it, marginal and regression optimise
 over token costs in quanta of budget / ``QUANTA`` (so they spend at most the budget), the
@@ -191,19 +195,42 @@ def maximum(ev: Evidence) -> Allocation:
 
 # --- optimisers ---------------------------------------------------------------------------------
 def _bounds(ev: Evidence, top: dict[str, float], free) -> tuple[dict, list[str]]:
-    """Upper bounds of the optimised abilities: within reach x the most observed, unless the
-    budget cannot be spent there."""
-    reach = {k: max(ev.lower[k], min(ev.upper[k], int(ev.options.reach * top[k]))) for k in free}
+    """Upper bounds of the optimised abilities: within their reach (``ev.reach``) x ``top``
+    (the most observed), unless the budget cannot be spent there: then the pools, with a note
+    naming the grid point that would let it be spent inside the evidence."""
+    reach = {k: _within(ev, k, ev.reach.get(k, 1.0) * top[k]) for k in free}
     fixed = {k: ev.lower[k] for k in ev.abilities if k not in free}
     if ev.cost({**fixed, **reach}) >= ev.options.budget:
         return reach, []
+    n = _needed(ev, top, free, fixed)
     return (
         {k: ev.upper[k] for k in free},
         [
-            f"the budget cannot be spent within {ev.options.reach:g} x the largest observed n: "
-            "counts beyond it are allowed (and flagged extrapolated)"
+            f"the budget cannot be spent inside the evidence ({ev.cost({**fixed, **reach}):g} "
+            f"{ev.options.unit} within each ability's reach x its largest observed n): add "
+            f"n = {n} on {ev.target} to the grid (data.per_ability) to spend it there; counts "
+            "beyond are allowed (and flagged extrapolated)"
         ],
     )
+
+
+def _within(ev: Evidence, k: str, n: float) -> int:
+    return max(ev.lower[k], min(ev.upper[k], int(n)))
+
+
+def _needed(ev: Evidence, top: dict, free, fixed: dict) -> int:
+    """The smallest largest-grid n at which the reach bounds would hold the budget."""
+    largest = max(top[k] for k in free)
+    lo, hi = int(largest), int(largest) * 2
+    room = lambda n: ev.cost(  # noqa: E731
+        {**fixed, **{k: _within(ev, k, ev.reach.get(k, 1.0) * top[k] * n / largest) for k in free}}
+    )
+    while room(hi) < ev.options.budget and hi < 10**9:
+        lo, hi = hi, hi * 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if room(mid) < ev.options.budget else (lo, mid)
+    return lo
 
 
 def _solve(ev: Evidence, free, fixed: dict, high: dict, value) -> dict[str, int]:
@@ -229,34 +256,43 @@ def _solve(ev: Evidence, free, fixed: dict, high: dict, value) -> dict[str, int]
 
 
 def marginal(ev: Evidence) -> Allocation:
-    m, w = ev.model, dict(zip(ev.abilities, ev.weights))
-    groups = ev.groups
-    resistant = [
-        k for k in ev.abilities if k in groups.index and groups.loc[k, "data_class"] == "resistant"
-    ]
-    free = [k for k in ev.abilities if k not in resistant]
-    if not free:  # nothing responds to data: no allocation beats another, so spread it evenly
-        return Allocation(
-            uniform(ev).counts,
-            m,
-            ["every ability is resistant to data: the budget is shared equally"],
-        )
-    fixed = {k: ev.lower[k] for k in resistant}
+    """The counts maximising sum_a w_a (S_a - risk x SD_a) (module docstring), exactly."""
+    m, o = ev.model, ev.options
+    free = list(ev.abilities)
     high, notes = _bounds(ev, {k: m.grid_max for k in free}, free)
-    if resistant:
-        notes.append(
-            f"at their floor (data-sensitivity 90% CI inside +-{ev.options.settings.delta:g}): "
-            f"{', '.join(resistant)}"
-        )
-    total = sum(uniform(ev).counts.values())
-    for _ in range(FIXED_POINT_ROUNDS if ev.options.unit == "tokens" else 1):
-        counts = _solve(ev, free, fixed, high, lambda k, n, t=total: w[k] * m.values(k, n, t))
+    base = uniform(ev).counts
+    total = sum(base.values())
+    for _ in range(FIXED_POINT_ROUNDS if o.unit == "tokens" else 1):
+        counts = _solve(ev, free, {}, high, lambda k, n, t=total: objective(ev, k, n, t, base))
         if sum(counts.values()) == total:
             break
         total = sum(counts.values())
+    if o.risk:
+        notes.append(f"risk-aware: each ability's S_a - {o.risk:g} x its replicates' SD")
+    if o.no_loss:
+        notes.append("--no-loss: no ability predicted below uniform by more than its MDE")
     if not m.uses_transfer:
         notes.append("transfer-blind: S_a = U_a(n_a)")
     return Allocation(_ordered(ev, counts), m, notes)
+
+
+def objective(ev: Evidence, k: str, n: np.ndarray, total: float, base: dict) -> np.ndarray:
+    """w_k (S_k(n) - risk SD_k(n)) over the counts ``n``; with --no-loss -inf where S_k falls
+    below its uniform score by more than the MDE of that difference (`sensitivity.power`
+    at margin 0 of the replicates' SD of the paired difference)."""
+    from doit.analysis.sensitivity import power
+
+    m, o = ev.model, ev.options
+    w = float(ev.weights[ev.abilities.index(k)])
+    mean = m.values(k, n, total)
+    reps = m.replicates(k, n, total) if (o.risk or o.no_loss) else None
+    value = mean - (o.risk * reps.std(0, ddof=1) if reps is not None and o.risk else 0.0)
+    if o.no_loss and reps is not None:
+        u = np.array([base[k]], float)
+        diff = reps - m.replicates(k, u, total)
+        loss = mean - m.values(k, u, total)
+        value = np.where(loss >= -power(diff.std(0, ddof=1), 0.0).mde, value, -np.inf)
+    return w * value
 
 
 def regression(ev: Evidence) -> Allocation:
@@ -321,6 +357,7 @@ class Policy:
     equal_budget: bool = True  # spends the budget: compared with the baseline there, validated
     needs: frozenset[str] = frozenset()  # constructions it needs beyond the uniform grid's cells
     baseline: bool = False  # the policy every gain is against, always made, first
+    crossfit: bool = False  # chooses from the fitted curves: its predicted gain is cross-fitted
 
     def allocate(self, ev: Evidence) -> Allocation:
         return dataclasses.replace(self.build(ev), policy=self.name)
@@ -333,7 +370,12 @@ REGISTRY: tuple[Policy, ...] = (
     Policy(
         "maximum", maximum, "reconstruct's fixed counts, the rest their pools", equal_budget=False
     ),
-    Policy("marginal", marginal, "the fitted curves' best macro at the budget"),
+    Policy(
+        "marginal",
+        marginal,
+        "the fitted curves' best risk-aware macro at the budget",
+        crossfit=True,
+    ),
     Policy(
         "regression", regression, "RegMix: a law regressed on the mixes", needs=frozenset({"mix"})
     ),
