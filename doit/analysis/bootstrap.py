@@ -111,6 +111,23 @@ def percent(correct, items):
     return 100 * correct / items
 
 
+def recounted(table: pd.DataFrame, items: pd.DataFrame, split: str) -> pd.DataFrame:
+    """``table`` (results rows) with its ``split`` rows' ``score`` and ``n_items`` counted on
+    the per-item rows ``items`` (a subset of the study's: the curriculum's cross-fit halves);
+    rows of other splits, and rows without items there, as they were."""
+    keys = ["cell", "epoch", "split", "ability"]
+    tally = items[items["split"] == split].groupby(keys, sort=False)["correct"]
+    counted = pd.DataFrame({"correct": tally.sum(), "items": tally.size()}).reset_index()
+    types = {"cell": "string", "split": "string", "ability": "string", "epoch": float}
+    merged = table.astype(types).merge(counted.astype(types), how="left", on=keys)
+    out = table.copy()
+    has = (merged["split"] == split).to_numpy() & merged["items"].notna().to_numpy()
+    found = merged.loc[has]
+    out.loc[has, "n_items"] = found["items"].to_numpy()
+    out.loc[has, "score"] = percent(found["correct"].to_numpy(float), found["items"].to_numpy())
+    return out
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A score or a difference in points: ``point`` and its bootstrap ``reps`` (R,) (for

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
+from doit.analysis.bootstrap import recounted
 from doit.analysis.pipeline import Analysis
 from doit.analysis.study import StudyRows
 
@@ -35,7 +36,6 @@ SPLIT_SEED = 32  # the halves' permutation stream (beside the analysis's bootstr
 NOISE_SEED = 3200  # the arms' seed and extrapolation draws
 CROSSFIT = "cross-fitted on two halves of the items"
 PLUG_IN = "plug-in (the fits of every item)"
-KEYS = ["cell", "epoch", "split", "ability"]
 
 
 _HALVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # analysis -> its halves
@@ -66,23 +66,10 @@ def _halves(a: Analysis) -> tuple[Analysis, Analysis] | None:
     out = []
     for h in (0, 1):
         keep = items[(~mine | (half.to_numpy() == h))]
-        table = _rescored(a.table, keep, split)
+        table = recounted(a.table, keep, split)
         rows = StudyRows(table, keep.reset_index(drop=True), table, tuple(a.notes))
         out.append(Analysis(a.source, a.settings, study=rows))
     return out[0], out[1]
-
-
-def _rescored(table: pd.DataFrame, items: pd.DataFrame, split: str) -> pd.DataFrame:
-    """``table`` with its ``split`` rows' score and n_items counted on ``items``."""
-    tally = items[items["split"] == split].groupby(KEYS, sort=False)["correct"]
-    counted = pd.DataFrame({"k": tally.sum(), "m": tally.size()}).reset_index()
-    types = {"cell": "string", "split": "string", "ability": "string", "epoch": float}
-    merged = table.astype(types).merge(counted.astype(types), how="left", on=KEYS)
-    out = table.copy()
-    has = (merged["split"] == split).to_numpy() & merged["m"].notna().to_numpy()
-    out.loc[has, "n_items"] = merged.loc[has, "m"].to_numpy()
-    out.loc[has, "score"] = 100 * merged.loc[has, "k"].to_numpy(float) / merged.loc[has, "m"]
-    return out
 
 
 def seed_sds(counts, abilities) -> np.ndarray:
