@@ -293,12 +293,14 @@ def bench(rows: list[Row], args, root: Path, tree: Path | None) -> list[dict]:
     return results
 
 
-def write_readme(text: str) -> None:
-    old = README.read_text(encoding="utf-8")
-    if BEGIN not in old or END not in old:
-        raise SystemExit(f"{README}: no {BEGIN} ... {END} markers to write the table between")
+def write_readme(text: str, path: Path = README) -> None:
+    """Replace everything between the README's one pair of markers by ``text`` (a rerun
+    replaces the table, never adds one; the table once appeared twice there from a paste)."""
+    old = path.read_text(encoding="utf-8")
+    if old.count(BEGIN) != 1 or old.count(END) != 1 or old.index(BEGIN) > old.index(END):
+        raise SystemExit(f"{path}: expected one {BEGIN} ... {END} pair to write the table between")
     head, rest = old.split(BEGIN, 1)
-    atomic_write_text(README, f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
+    atomic_write_text(path, f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
 
 
 def run() -> int:
