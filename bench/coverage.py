@@ -17,7 +17,11 @@ only). Per row, pooled over worlds and abilities, each share with its Wilson 95%
 
 - ``cover data``, ``cover size``: the 95% interval of data_sensitivity / size_sensitivity holds
   the planted value (an empty interval does not);
-- ``false plateau``: group ``saturating`` where the planted curve does not saturate in the grid;
+- ``false plateau``: group ``saturating`` where the planted curve does not saturate in the grid
+  (the ``plateau`` kind saturates at 1.5x the grid's largest n);
+- ``true plateau``: group ``saturating`` where it does (data responsive and saturation_n inside
+  the grid: the ``saturating`` kind, at 1/8 of the largest n, and any other curve that gets
+  there), the detector's power;
 - ``data class``, ``size class``: the planted class (responsive / resistant / harmed, margin
   delta) recovered;
 - ``wrong calls``: of all ability x axis calls, a planted responsive one called resistant or
@@ -194,8 +198,10 @@ def measure(folders: list[Path], out: Path) -> dict:
             int((m[f"{axis}_class_true"] == m[f"{axis}_class"]).sum()),
             len(m),
         )
-    flat = m[~m["saturates"].astype(bool)]
-    counts["false plateau"] = (int((flat["group"] == "saturating").sum()), len(flat))
+    saturates = m["saturates"].astype(bool)
+    called = m["group"] == "saturating"
+    counts["false plateau"] = (int((called & ~saturates).sum()), int((~saturates).sum()))
+    counts["true plateau"] = (int((called & saturates).sum()), int(saturates.sum()))
     wrong = sum(int(_wrong(m[f"{a}_class_true"], m[f"{a}_class"]).sum()) for a in ("data", "size"))
     counts["wrong calls"] = (wrong, 2 * len(m))
     return counts
@@ -213,7 +219,15 @@ MEASURED = [  # the merged columns `measure` reads (an empty row's)
     for axis in ("data", "size")
     for name in ("sensitivity_true", "sensitivity_lo", "sensitivity_hi", "class_true", "class")
 ] + ["saturates", "group"]
-COLUMNS = ("cover data", "cover size", "false plateau", "data class", "size class", "wrong calls")
+COLUMNS = (
+    "cover data",
+    "cover size",
+    "false plateau",
+    "true plateau",
+    "data class",
+    "size class",
+    "wrong calls",
+)
 
 
 def share(k: int, n: int) -> str:
