@@ -40,3 +40,32 @@ def test_a_rerun_replaces_the_table_and_refuses_doubled_markers(tmp_path):
     readme.write_text(text + f"{bench.BEGIN}\n{bench.END}\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="expected one"):
         bench.write_readme(table, readme)
+
+
+def _oracle():
+    spec = importlib.util.spec_from_file_location(
+        "class_oracle", REPO / "bench" / "class_oracle.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "value, planted", [(4.0, "responsive"), (-3.5, "harmed"), (0.5, "resistant")]
+)
+def test_the_class_oracle_is_the_package_rule_on_a_calibrated_normal_estimate(value, planted):
+    import numpy as np
+
+    from doit.analysis.bootstrap import Z
+    from doit.analysis.sensitivity import Z_EQUIVALENCE, classify
+
+    se, delta = 0.8, 2.0
+    est = np.random.default_rng(0).normal(value, se, 20_000)
+    called = [
+        classify(e - Z * se, e + Z * se, delta, e - Z_EQUIVALENCE * se, e + Z_EQUIVALENCE * se)
+        for e in est
+    ]
+    measured = np.mean(np.array(called) == planted)
+    assert _oracle().oracle_rate(value, se, delta, planted) == pytest.approx(measured, abs=0.01)
