@@ -123,3 +123,21 @@ def test_the_demo_design_cannot_call_size_resistant_nor_code_harmed_and_says_why
     assert code["data_class"] != "harmed" and code["data_sensitivity_hi"] > -2
     assert f"data_sensitivity {code['data_sensitivity']:+.2f} < -2 but its 95% CI" in code["note"]
     assert code["note"].endswith(f"reaches {code['data_sensitivity_hi']:+.2f}: not harmed")
+
+
+def test_a_log_linear_line_saturates_where_it_reaches_100_inside_the_grid():
+    """A log-linear line has no asymptote; clipped at 100 it can rise no further, so where it
+    reaches 100 inside the grid it saturates (the rise from its floor to 100), and where it is
+    still below 100 at the largest n it does not saturate in the grid."""
+    from doit.analysis.fits import Floor, fit_series
+
+    x, m = np.array([4.0, 16, 64, 256]), np.full(4, 200.0)
+    floor = Floor(60.0, 200.0, "untuned")  # untuned at 30
+    reaching = fit_series(x, [90.0, 150, 200, 200], m, 0.25, floor=floor)
+    rising = fit_series(x, [80.0, 100, 120, 140], m, 0.25, floor=floor)
+    for fit in (reaching, rising):
+        fit.chosen = "loglinear"  # the form under test, whatever the criterion chose
+    assert reaching.saturation_top()[0] == 100.0
+    assert 16 < sensitivity.saturation_n([reaching]) <= 64
+    assert np.isnan(rising.saturation_top()[0])
+    assert np.isnan(sensitivity.saturation_n([rising]))
