@@ -333,7 +333,7 @@ def run() -> int:
         p.error(f"--designs: unknown {unknown}" if unknown else "--studies: at least 1")
     root = args.keep or Path(tempfile.mkdtemp(prefix="doit-bench-coverage-"))
     rows = rows_for(designs, has_seed_sd_flag())
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain") else ""
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "-uno") else ""
     after, before = git("rev-parse", "--short", "HEAD") + dirty, None
     if not args.no_before:
         before = git("rev-parse", "--short", args.before)
@@ -347,6 +347,10 @@ def run() -> int:
         f"{sum(OLD_CPU) / 60:.1f} the old engine's"
     )
     command = f"python bench/coverage.py --studies {args.studies} --replicates {args.replicates}"
+    if designs != list(DESIGN_ORDER):
+        command += f" --designs {','.join(designs)}"
+    if args.no_before:
+        command += " --no-before"
     text = "\n".join(
         [
             f"`{command}` (before: {before or 'not run'}; after: {after}); "
