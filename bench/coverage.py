@@ -17,7 +17,11 @@ only). Per row, pooled over worlds and abilities, each share with its Wilson 95%
 
 - ``cover data``, ``cover size``: the 95% interval of data_sensitivity / size_sensitivity holds
   the planted value (an empty interval does not);
-- ``false plateau``: group ``saturating`` where the planted curve does not saturate in the grid;
+- ``false plateau``: group ``saturating`` where the planted curve does not saturate in the grid
+  (the ``plateau`` kind saturates at 1.5x the grid's largest n);
+- ``true plateau``: group ``saturating`` where it does (data responsive and saturation_n inside
+  the grid: the ``saturating`` kind, at 1/8 of the largest n, and any other curve that gets
+  there), the detector's power;
 - ``data class``, ``size class``: the planted class (responsive / resistant / harmed, margin
   delta) recovered;
 - ``wrong calls``: of all ability x axis calls, a planted responsive one called resistant or
@@ -194,8 +198,10 @@ def measure(folders: list[Path], out: Path) -> dict:
             int((m[f"{axis}_class_true"] == m[f"{axis}_class"]).sum()),
             len(m),
         )
-    flat = m[~m["saturates"].astype(bool)]
-    counts["false plateau"] = (int((flat["group"] == "saturating").sum()), len(flat))
+    saturates = m["saturates"].astype(bool)
+    called = m["group"] == "saturating"
+    counts["false plateau"] = (int((called & ~saturates).sum()), int((~saturates).sum()))
+    counts["true plateau"] = (int((called & saturates).sum()), int(saturates.sum()))
     wrong = sum(int(_wrong(m[f"{a}_class_true"], m[f"{a}_class"]).sum()) for a in ("data", "size"))
     counts["wrong calls"] = (wrong, 2 * len(m))
     return counts
@@ -213,7 +219,15 @@ MEASURED = [  # the merged columns `measure` reads (an empty row's)
     for axis in ("data", "size")
     for name in ("sensitivity_true", "sensitivity_lo", "sensitivity_hi", "class_true", "class")
 ] + ["saturates", "group"]
-COLUMNS = ("cover data", "cover size", "false plateau", "data class", "size class", "wrong calls")
+COLUMNS = (
+    "cover data",
+    "cover size",
+    "false plateau",
+    "true plateau",
+    "data class",
+    "size class",
+    "wrong calls",
+)
 
 
 def share(k: int, n: int) -> str:
@@ -293,12 +307,14 @@ def bench(rows: list[Row], args, root: Path, tree: Path | None) -> list[dict]:
     return results
 
 
-def write_readme(text: str) -> None:
-    old = README.read_text(encoding="utf-8")
-    if BEGIN not in old or END not in old:
-        raise SystemExit(f"{README}: no {BEGIN} ... {END} markers to write the table between")
+def write_readme(text: str, path: Path = README) -> None:
+    """Replace everything between the README's one pair of markers by ``text`` (a rerun
+    replaces the table, never adds one; the table once appeared twice there from a paste)."""
+    old = path.read_text(encoding="utf-8")
+    if old.count(BEGIN) != 1 or old.count(END) != 1 or old.index(BEGIN) > old.index(END):
+        raise SystemExit(f"{path}: expected one {BEGIN} ... {END} pair to write the table between")
     head, rest = old.split(BEGIN, 1)
-    atomic_write_text(README, f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
+    atomic_write_text(path, f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
 
 
 def run() -> int:
@@ -317,7 +333,7 @@ def run() -> int:
         p.error(f"--designs: unknown {unknown}" if unknown else "--studies: at least 1")
     root = args.keep or Path(tempfile.mkdtemp(prefix="doit-bench-coverage-"))
     rows = rows_for(designs, has_seed_sd_flag())
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain") else ""
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "-uno") else ""
     after, before = git("rev-parse", "--short", "HEAD") + dirty, None
     if not args.no_before:
         before = git("rev-parse", "--short", args.before)
@@ -331,6 +347,10 @@ def run() -> int:
         f"{sum(OLD_CPU) / 60:.1f} the old engine's"
     )
     command = f"python bench/coverage.py --studies {args.studies} --replicates {args.replicates}"
+    if designs != list(DESIGN_ORDER):
+        command += f" --designs {','.join(designs)}"
+    if args.no_before:
+        command += " --no-before"
     text = "\n".join(
         [
             f"`{command}` (before: {before or 'not run'}; after: {after}); "

@@ -431,6 +431,21 @@ class SeriesFit:
         replicate's (its own form's)."""
         return self._each(lambda f, th: 100 * ceiling(f, th), lambda f, th: 100 * ceiling(f, th))
 
+    def saturation_top(self) -> tuple[float, np.ndarray | None]:
+        """The top saturation_n measures a rise to (0-100), point and per replicate: the
+        ceiling of a sigmoid form; for a log-linear line, which has no asymptote, 100 where the
+        clipped line reaches 100 inside the series' x range (it can rise no further: saturated)
+        and NaN where it is still below 100 at the largest x (not saturating in the grid)."""
+        t_end = self.to_t([self.x.max()])
+
+        def top(form, theta):
+            if form != "loglinear":
+                return 100 * ceiling(form, theta)
+            at_end = _p_and_gradient(form, theta, t_end, gradient=False)[0][..., 0]
+            return np.where(at_end >= 1 - EPS, 100.0, np.nan)
+
+        return self._each(top, top)
+
     def floor(self) -> tuple[float, np.ndarray | None]:
         """The curve's score as n -> 0 (0-100), point and per replicate: the fitted floor of a
         sigmoid form; for loglinear (no asymptote) the floor's observed share."""

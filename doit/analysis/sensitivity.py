@@ -8,8 +8,10 @@ Definitions (the same whatever form won, since they read the fitted curves):
 - ``size_sensitivity``: (fitted score at the largest base - at the smallest) /
   log2(params_max / params_min), points per doubling, averaged over n;
 - ``saturation_n``: the smallest n at which the base-averaged fitted data curve has made 95%
-  of its rise from its floor (the curve's n -> 0 value, ``fits.py``) to its ceiling (100 for the logistic form, the fitted ceiling for
-  the free-ceiling form; a log-linear curve has none and never saturates); empty when that n
+  of its rise from its floor (the curve's n -> 0 value, ``fits.py``) to its ceiling (100 for the
+  logistic form, the fitted ceiling for the free-ceiling form; a log-linear line has no
+  asymptote: 100 when the clipped line reaches 100 inside the grid, else it does not saturate
+  in the grid, ``SeriesFit.saturation_top``); empty when that n
   lies beyond the grid. Its 95% CI (``saturation_n_lo``/``_hi``) comes from the same point on
   every replicate's curve (a replicate that does not saturate inside the grid counts as beyond
   it; an upper bound beyond the grid is empty); ``saturation_share`` is the share of
@@ -113,7 +115,8 @@ SATURATED = 0.95  # the share of its rise (chance -> ceiling) at which a curve h
 
 def saturation_n(fits: list, share: float = SATURATED) -> float:
     """The smallest n where the base-averaged fitted curve has made ``share`` of its rise from
-    its floor to its ceiling; NaN when it has no ceiling (log-linear) or gets there beyond the grid."""
+    its floor to its ceiling; NaN when it has no top inside the grid (a log-linear line below 100
+    at the largest n) or gets there beyond the grid."""
     return saturation(fits, share)[0]
 
 
@@ -126,7 +129,7 @@ def saturation(fits: list, share: float = SATURATED) -> tuple[float, float, floa
     if hi <= lo:
         return (np.nan,) * 4
     n = np.geomspace(lo, hi, 200)
-    curves, tops, floors = zip(*((f.curve(n), f.asymptote(), f.floor()) for f in fits))
+    curves, tops, floors = zip(*((f.curve(n), f.saturation_top(), f.floor()) for f in fits))
     point = first_reaching(
         np.mean([c[0] for c in curves], 0),
         np.mean([t[0] for t in tops]),

@@ -2,8 +2,8 @@
 
 ``planted_world`` (issue #29; the section "The planted world" below) has the structure real
 studies have: items fixed across cells with a per-item difficulty, a per-cell training-seed
-effect, untuned scores off chance, and misspecified abilities (a plateau just past the grid, a
-dip after the first n, a size effect without a data effect, a harmful data effect, interference);
+effect, untuned scores off chance, and misspecified abilities (a plateau just past the grid, one
+that saturates inside it, a dip after the first n, a size effect without a data effect, a harmful data effect, interference);
 its truth applies sensitivity.py's definitions to its own noise-free curves. Every coverage,
 power and oracle check runs on it (bench/coverage.py).
 
@@ -281,22 +281,28 @@ def oracle_allocation(
 # untuned n = 0 cells have none), n_other the mean items of each other ability (n in a uniform
 # cell). At n = 0 the score is the base's own untuned score, off chance on either side (the
 # floor may lie below chance). The planted truth (`PlantedWorld.truth`) applies sensitivity.py's
-# definitions to the noise-free expected score averaged over the item-difficulty distribution
-# (Gauss-Hermite quadrature), seed effect 0. Valid and test are separate item sets.
+# definitions to the expected score averaged over the item-difficulty distribution and the
+# training seeds (Gauss-Hermite quadrature; `seed_averaged`): what a point's pooled seeds
+# estimate, and what a user who trains one more seed expects. The untuned cells have no seed.
+# The levers are solved on the seed-free curve (seed effect 0); with seed_sd 0.4 the two
+# truths differ by 0.04 points on average (at most 0.15; about 1%). Valid and test are
+# separate item sets.
 
-KINDS = ("smooth", "plateau", "dip", "size_only", "harmful", "interference")
+KINDS = ("smooth", "plateau", "saturating", "dip", "size_only", "harmful", "interference")
 # The stated distributions the levers are drawn from (points; uniform on each range):
 DATA_SENSITIVITY = (-5.0, 15.0)  # per 4x n: the spread of studies/micro_study/text/sensitivity.csv
 SIZE_SENSITIVITY = (-2.0, 8.0)  # per doubling of params: the same file's spread
 HARMFUL_DATA = (-6.0, -3.0)  # the harmful kind's data sensitivity (code's -5 in the micro study)
 SIZE_ONLY_SIZE = (3.0, 8.0)  # the size_only kind's size sensitivity (its data effect is 0)
 PLATEAU_RISE = (20.0, 40.0)  # the plateau kind's ceiling minus its untuned score
+SATURATING_RISE = (30.0, 50.0)  # the saturating kind's: its whole rise, made inside the grid
 UNTUNED = (-6.0, 20.0)  # the untuned score minus chance (micro study: -5 to +35)
 FLOOR_SHARE = (0.5, 1.0)  # the lower asymptote as a share of chance
 CEILING = (0.85, 0.99)  # the upper asymptote
 DIP_DEPTH = (0.5, 1.0)  # logit lost at the grid's first n > 0, fading by e per 4x after it
 INTERFERENCE = (0.3, 0.6)  # logit lost per log4(1 + n_other)
 PLATEAU_PAST = 1.5  # a plateau's saturation_n is this many times the grid's largest n
+SATURATING_AT = 1 / 8  # the saturating kind's: 1.5 4x steps inside the grid (a true plateau)
 ITEM_SD = 1.0  # the item difficulty's SD (logit)
 # The micro study's chance per ability (studies/micro_study/text/scores.csv), in points.
 CHANCE = {
@@ -314,7 +320,7 @@ CHANCE = {
 # The default world: five smooth abilities and one of each misspecification.
 DEFAULT_KINDS = {
     "biology": "smooth",
-    "history": "smooth",
+    "history": "saturating",
     "code": "harmful",
     "creative_writing": "plateau",
     "chinese": "smooth",
@@ -426,17 +432,30 @@ def _doublings(design: Design) -> dict:
     return {b: np.log2(p / low) for b, p in design.bases.items()}
 
 
-def planted_data_sensitivity(lev: Levers, design: Design) -> float:
-    """sensitivity.py's data_sensitivity of the expected curves: points per 4x between the
-    smallest and largest n > 0, averaged over bases."""
+def seed_averaged(lev: Levers, seed_sd: float) -> Levers:
+    """The levers whose expected score is ``lev``'s averaged over training seeds as well as
+    items: a seed effect N(0, seed_sd) adds to every item's logit as the difficulty N(0,
+    item_sd) subtracts, so the two average as one normal of SD sqrt(item_sd^2 + seed_sd^2)."""
+    from dataclasses import replace
+
+    return replace(lev, item_sd=float(np.hypot(lev.item_sd, seed_sd))) if seed_sd else lev
+
+
+def planted_data_sensitivity(lev: Levers, design: Design, seed_sd: float = 0.0) -> float:
+    """sensitivity.py's data_sensitivity of the expected curves (averaged over training seeds
+    of SD ``seed_sd``): points per 4x between the smallest and largest n > 0, averaged over
+    bases."""
+    lev = seed_averaged(lev, seed_sd)
     lo, hi = min(design.trained_ns), max(design.trained_ns)
     rises = [np.diff(lev.expected(s, [lo, hi]))[0] for s in _doublings(design).values()]
     return float(100 * np.mean(rises) / _log4(hi / lo))
 
 
-def planted_size_sensitivity(lev: Levers, design: Design) -> float:
-    """sensitivity.py's size_sensitivity of the expected curves: points per doubling between
-    the smallest and largest base, averaged over n > 0 (NaN with one base)."""
+def planted_size_sensitivity(lev: Levers, design: Design, seed_sd: float = 0.0) -> float:
+    """sensitivity.py's size_sensitivity of the expected curves (averaged over training seeds
+    of SD ``seed_sd``): points per doubling between the smallest and largest base, averaged
+    over n > 0 (NaN with one base)."""
+    lev = seed_averaged(lev, seed_sd)
     span = max(_doublings(design).values())
     if span <= 0:
         return np.nan
@@ -445,17 +464,21 @@ def planted_size_sensitivity(lev: Levers, design: Design) -> float:
     return float(100 * np.mean(rises) / span)
 
 
-def planted_saturation(lev: Levers, design: Design, share: float = 0.95) -> float:
+def planted_saturation(
+    lev: Levers, design: Design, share: float = 0.95, seed_sd: float = 0.0
+) -> float:
     """sensitivity.py's saturation_n of the base-averaged expected curve: the smallest n >= the
-    grid's smallest n > 0 where it has made ``share`` of its rise from chance to its top (its
-    value as n -> infinity); NaN when the top is not above chance. May lie beyond the grid."""
+    grid's smallest n > 0 where it has made ``share`` of its rise from its floor (its value as
+    n -> 0: the untuned score, as the fitted floor is anchored there) to its top (its value as
+    n -> infinity); NaN when the top is not above the floor. May lie beyond the grid. The
+    trained curve is averaged over training seeds of SD ``seed_sd``; the untuned floor has none."""
     n = np.geomspace(min(design.trained_ns), FAR, 1500)
     s = np.asarray(list(_doublings(design).values()))[:, None]
-    curve = lev.expected(s, n[None, :]).mean(0)
-    top = curve[-1]
-    if top <= lev.chance:
+    curve = seed_averaged(lev, seed_sd).expected(s, n[None, :]).mean(0)
+    top, start = curve[-1], float(lev.expected(s, 0.0).mean())
+    if top <= start:
         return np.nan
-    reached = np.nonzero(curve >= lev.chance + share * (top - lev.chance))[0]
+    reached = np.nonzero(curve >= start + share * (top - start))[0]
     return float(n[reached[0]])
 
 
@@ -477,9 +500,9 @@ def planted_truth(levers: dict, design: Design, seed_sd: float, delta: float | N
     delta = DELTA if delta is None else delta
     rows = []
     for a, lev in levers.items():
-        data = planted_data_sensitivity(lev, design)
-        size = planted_size_sensitivity(lev, design)
-        sat = planted_saturation(lev, design)
+        data = planted_data_sensitivity(lev, design, seed_sd)  # the seed-averaged curves
+        size = planted_size_sensitivity(lev, design, seed_sd)
+        sat = planted_saturation(lev, design, seed_sd=seed_sd)
         data_class = planted_class(data, delta)
         untuned = [lev.expected(s, 0.0) for s in _doublings(design).values()]
         slopes = [
@@ -554,6 +577,10 @@ def draw_levers(
     untuned = float(np.clip(untuned, floor + 0.02, ceiling - 0.1))
     if kind == "plateau":  # a low ceiling, reached just past the grid
         ceiling = min(CEILING[1], untuned + rng.uniform(*PLATEAU_RISE) / 100)
+    if kind == "saturating":  # the whole rise, reached inside the grid
+        rise = rng.uniform(*SATURATING_RISE) / 100
+        untuned = min(untuned, CEILING[1] - rise)
+        ceiling = untuned + rise
     lev = Levers(kind, c, floor, ceiling)
     lev = replace(
         lev, alpha=_solve(lambda x: replace(lev, alpha=x).expected(0, 0) - untuned, -15, 15)
@@ -565,9 +592,13 @@ def draw_levers(
     return _fit_targets(lev, design, data, size)
 
 
+SATURATES_AT = {"plateau": PLATEAU_PAST, "saturating": SATURATING_AT}  # x the grid's largest n
+
+
 def _fit_targets(lev: Levers, design: Design, data: float, size: float) -> Levers:
-    """``lev`` with beta_size (the size target) and beta_data (the data target; a plateau's:
-    its saturation_n at PLATEAU_PAST x the grid's largest n; size_only: 0) solved in turn, three
+    """``lev`` with beta_size (the size target) and beta_data (the data target; a plateau's or
+    a saturating kind's: its saturation_n at SATURATES_AT x the grid's largest n; size_only: 0)
+    solved in turn, three
     rounds (each target moves a little with the other lever)."""
     for _ in range(3):  # the data lever last: its target is met exactly
         lev = _solve_lever(lev, "beta_size", _size_gap(lev, design, size))
@@ -579,7 +610,8 @@ def _fit_targets(lev: Levers, design: Design, data: float, size: float) -> Lever
 def _solve_lever(lev: Levers, name: str, gap) -> Levers:
     from dataclasses import replace
 
-    bounds = {"beta_size": (-4, 4), "beta_data": (0.05, 8) if lev.kind == "plateau" else (-8, 8)}
+    rising = lev.kind in SATURATES_AT
+    bounds = {"beta_size": (-4, 4), "beta_data": (0.05, 8) if rising else (-8, 8)}
     return replace(lev, **{name: _solve(gap, *bounds[name])})
 
 
@@ -587,13 +619,11 @@ def _data_gap(lev: Levers, design: Design, data: float):
     """beta_data -> how far the planted truth is from its target."""
     from dataclasses import replace
 
-    plateau_at = PLATEAU_PAST * max(design.ns)
-
     def gap(b):
         moved = replace(lev, beta_data=b)
-        if lev.kind == "plateau":
+        if lev.kind in SATURATES_AT:
             sat = np.nan_to_num(planted_saturation(moved, design), nan=FAR)
-            return np.log(sat / plateau_at)
+            return np.log(sat / (SATURATES_AT[lev.kind] * max(design.ns)))
         return planted_data_sensitivity(moved, design) - data
 
     return gap

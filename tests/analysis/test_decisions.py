@@ -20,12 +20,15 @@ from doit.analysis.select import select_checkpoints
 from doit.analysis.sensitivity import sensitivities
 
 REPLICATES = 200
+# The default world as these tests were written on it (history smooth, before the saturating
+# kind took its place and shifted the later abilities' draws).
+BEFORE_SATURATING = {**syn.DEFAULT_KINDS, "history": "smooth"}
 
 
 @cache
 def decided(design: str, rng: int, seed_sd: float = 0.0):
     """(sensitivity table by ability, replicates, planted truth by ability) of one world."""
-    world = syn.planted_world(design, seed_sd=seed_sd, rng=rng)
+    world = syn.planted_world(design, BEFORE_SATURATING, seed_sd=seed_sd, rng=rng)
     selected = select_checkpoints(world.table, rule="last")
     sens, reps = sensitivities(fit_grid(bootstrap_counts(selected, world.items, REPLICATES)))
     return sens.set_index("ability"), reps, world.truth.set_index("ability")
@@ -81,13 +84,16 @@ def test_saturating_needs_saturation_n_s_interval_inside_the_grid():
         row = inside.loc[ability]
         assert row["saturation_n_lo"] <= row["saturation_n"] <= row["saturation_n_hi"] <= 1024
         assert row["group"] == "saturating"  # whatever its size class (the data axis alone)
-    history = saturated(100).loc["history"]  # fewer items: the point saturates, the CI's top not
-    assert history["saturation_n"] < 1024 and np.isnan(history["saturation_n_hi"])
-    assert history["data_class"] == "responsive" and history["group"] != "saturating"
-    open_top, _, _ = decided("c1", 1)
-    bio = open_top.loc["biology"]  # the planted world: the point inside the grid, the top not
-    assert bio["saturation_n"] < 1000 and np.isnan(bio["saturation_n_hi"])
-    assert bio["data_class"] == "responsive" and bio["group"] != "saturating"
+    # fewer items: more replicates choose the log-linear line; it reaches 100 inside the grid,
+    # so it saturates there (before, a line never did, and the CI's top stayed open)
+    history = saturated(100).loc["history"]
+    assert history["saturation_n_hi"] <= 1024 and history["group"] == "saturating"
+    open_top, _, planted_c1 = decided("c1", 1)
+    # the planted world: biology saturates at n = 339 by the package's definition (from its
+    # untuned score); its log-linear replicates reach 100 inside the grid, so the top closes
+    bio, planted = open_top.loc["biology"], planted_c1.loc["biology"]
+    assert planted["saturates"] and bio["saturation_n_hi"] < 1000
+    assert bio["group"] == "saturating"
     for sens in (inside, open_top):
         bounded = sens[["saturation_n", "saturation_n_lo", "saturation_n_hi"]].notna().all(axis=1)
         responsive = sens["data_class"] == "responsive"
@@ -123,3 +129,21 @@ def test_the_demo_design_cannot_call_size_resistant_nor_code_harmed_and_says_why
     assert code["data_class"] != "harmed" and code["data_sensitivity_hi"] > -2
     assert f"data_sensitivity {code['data_sensitivity']:+.2f} < -2 but its 95% CI" in code["note"]
     assert code["note"].endswith(f"reaches {code['data_sensitivity_hi']:+.2f}: not harmed")
+
+
+def test_a_log_linear_line_saturates_where_it_reaches_100_inside_the_grid():
+    """A log-linear line has no asymptote; clipped at 100 it can rise no further, so where it
+    reaches 100 inside the grid it saturates (the rise from its floor to 100), and where it is
+    still below 100 at the largest n it does not saturate in the grid."""
+    from doit.analysis.fits import Floor, fit_series
+
+    x, m = np.array([4.0, 16, 64, 256]), np.full(4, 200.0)
+    floor = Floor(60.0, 200.0, "untuned")  # untuned at 30
+    reaching = fit_series(x, [90.0, 150, 200, 200], m, 0.25, floor=floor)
+    rising = fit_series(x, [80.0, 100, 120, 140], m, 0.25, floor=floor)
+    for fit in (reaching, rising):
+        fit.chosen = "loglinear"  # the form under test, whatever the criterion chose
+    assert reaching.saturation_top()[0] == 100.0
+    assert 16 < sensitivity.saturation_n([reaching]) <= 64
+    assert np.isnan(rising.saturation_top()[0])
+    assert np.isnan(sensitivity.saturation_n([rising]))

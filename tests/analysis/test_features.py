@@ -63,9 +63,10 @@ def _planted_rank_world(folder, design: str):
     """A planted world (per-item difficulty, a per-cell seed effect, untuned scores off chance,
     misspecified abilities) written as a study, and a ground truth ranking its abilities by
     their planted data sensitivity."""
-    from doit.analysis.synthetic import planted_world
+    from doit.analysis.synthetic import DEFAULT_KINDS, planted_world
 
-    world = planted_world(design, rng=0)
+    kinds = {**DEFAULT_KINDS, "history": "smooth"}  # the world this test was written on
+    world = planted_world(design, kinds, rng=0)
     rank = world.truth.set_index("ability")["data_sensitivity"].rank()
     truth = {"abilities": {a: {"planted_data_rank": float(r)} for a, r in rank.items()}}
     return world.write(folder), truth

@@ -232,7 +232,9 @@ def test_a_single_seed_study_says_its_intervals_cover_items_only(one_seed_study,
     )
     assert (wide > narrow).all()
     wide, narrow = (x.predictions.eval("hi - lo").to_numpy() for x in (prior, a))
-    assert len(wide) and (wide > narrow).all()  # the held-out cell's own seed draw
+    # the held-out cell's own seed draw widens them; an interval pinned at 100 by the clip
+    # may only shift (40 replicates: one such cell kept its width to the last digit)
+    assert len(wide) and (wide >= narrow).all() and wide.mean() > narrow.mean() + 5
 
 
 def test_the_seed_sd_flag_is_every_commands_and_refuses_a_negative(one_seed_study, tmp_path):
