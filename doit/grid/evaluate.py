@@ -157,6 +157,7 @@ def score_rows(
             "answer_kind": r["answer_kind"],
             "correct": bool(r["correct"]),
             "formulation": formulation,
+            "cluster": r.get("cluster"),
         }
         for r in scores["items"]
     ]
