@@ -77,6 +77,7 @@ def score_model(
                     batch_size=grid.eval_batch_size,
                     ood=split == "test",
                     formulation=formulation,
+                    per_ability=grid.held_out_items,
                 )
                 faults.point("mid_eval")
             out[(split, formulation)] = read_json(path)
