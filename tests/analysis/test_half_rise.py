@@ -44,3 +44,30 @@ def test_a_log_linear_curve_has_no_half_rise():
     fit = fit_series(x8, rng.binomial(5000, p).astype(float), m, 0.25)
     assert fit.chosen == "loglinear"
     assert np.isnan(saturation([fit], HALF_RISE)[0])
+
+
+def test_sensitivity_csv_orders_half_rise_n_as_the_planted_curves_do():
+    """Two abilities on one planted grid, one halfway by the grid's smallest n and one at about
+    20 items (32 on the small base, earlier on the large):
+    sensitivity.csv's half_rise_n orders them, each inside its interval, as saturation reads."""
+    from doit.analysis.bootstrap import bootstrap_counts
+    from doit.analysis.fits import fit_grid
+    from doit.analysis.select import select_checkpoints
+    from doit.analysis.sensitivity import sensitivities
+    from doit.analysis.synthetic import Curve, planted_study
+
+    curves = {"code": Curve(a=0.0, b_data=0.8), "history": Curve(a=-2.0, b_data=0.8)}
+    ns = (4, 16, 64, 256, 1024, 4096)
+    table, items, _ = planted_study(curves, ns=ns, n_items=400, rng=2)
+    grid = fit_grid(bootstrap_counts(select_checkpoints(table), items, 200))
+    sens = sensitivities(grid)[0].set_index("ability")
+    for a in curves:
+        row = sens.loc[a]
+        hi = row["half_rise_n_hi"]  # empty: some replicate's curve gets there beyond the grid
+        assert row["half_rise_n_lo"] <= row["half_rise_n"] and (
+            np.isnan(hi) or row["half_rise_n"] <= hi
+        )
+        fits = [f for k, f in grid.data.items() if k[0] == a and k[2] == "curated"]
+        assert row["half_rise_n"] == saturation(fits, HALF_RISE)[0]
+    assert sens.loc["code", "half_rise_n"] < sens.loc["history", "half_rise_n_lo"]
+    assert 10 < sens.loc["history", "half_rise_n"] < 60  # planted: 32 on s, 4 on l
