@@ -49,7 +49,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 ladder: $(VENV)/.installed check-cxx
-	test -f $(DEMO_DIR)/pretrain/train.txt || $(PY) -m doit.data micro --out $(DEMO_DIR)
+	test -f $(DEMO_DIR)/pretrain/train.txt || $(PY) -m doit.data micro --out $(DEMO_DIR) --held-out 100  # the demo's (recipes/demo.py)
 	$(PY) -m doit.grid plan recipes/grids/ladder.yaml --out $(LADDER_STUDY) --replan \
 	  --set doit_dir=$(DEMO_DIR) --set bases_dir=$(LADDER_DIR) \
 	  --set "pretrain_seed=[$(subst $(space),$(comma),$(strip $(SEEDS)))]"

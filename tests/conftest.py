@@ -13,6 +13,7 @@ import os
 import pytest
 
 from doit.data.micro import build_micro
+from doit.data.micro.build import N_RECORDED
 from tests.tiny import make_base
 
 MICRO_SEED = 0
@@ -36,7 +37,7 @@ def tiny_base(tmp_path_factory):
 @pytest.fixture(scope="session")
 def _micro_build(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("micro")
-    summary = build_micro(out_dir, seed=MICRO_SEED)
+    summary = build_micro(out_dir, seed=MICRO_SEED, held_out=N_RECORDED)  # the recorded 100
     return out_dir, summary
 
 

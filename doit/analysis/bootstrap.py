@@ -7,7 +7,10 @@ items). Each replicate
 
 1. resamples one set of item ids per ability, shared by every cell (the same items appear in
    every cell, so differences between cells are paired), and counts each cell's correct
-   answers among the drawn items, then
+   answers among the drawn items; where per-item rows carry a ``cluster`` (held-out items
+   that rest on one fact, as the micro corpus's knowledge items do), it resamples clusters
+   instead, each drawn cluster with all its items (clustered standard errors; items
+   without one are clusters of one, and a table without clusters is drawn as before), then
 2. gives every trained cell a training-seed effect: its replicate score moves by a draw of
    the ability's seed component on the logit scale (below), the same standard-normal draw for
    a cell's every ability (an untuned base, n = 0, has no training seed and no draw). A point
@@ -484,10 +487,33 @@ def _paired(block, items, ability, splits, replicates, rng):
     if missing.any():
         cells = ", ".join(block.loc[missing, "cell"].astype(str)[:3])
         raise ValueError(f"per-item rows are missing for {ability} in cell(s) {cells}")
-    draws = rng.integers(0, n, size=(replicates, n)) + n * np.arange(replicates)[:, None]
-    weights = np.bincount(draws.ravel(), minlength=replicates * n).reshape(replicates, n)
+    weights = _item_weights(_clusters(mine, codes, n), replicates, rng)
     moments = item_moments(_seed_groups(block), correct, present)
     return weights @ correct.T, weights @ present.T, correct.sum(1), present.sum(1), moments
+
+
+def _clusters(mine: pd.DataFrame, codes: np.ndarray, n: int) -> np.ndarray:
+    """Each item code's cluster (n,): items whose rows carry one ``cluster`` share it (within
+    a split), every other item is its own; numbered in item order, so without clusters item
+    j is cluster j."""
+    label = np.empty(n, dtype=object)
+    if "cluster" in mine:
+        named = mine["cluster"].astype("string")
+        label[codes] = np.where(
+            named.notna(), "c:" + mine["split"].astype(str) + ":" + named.fillna(""), None
+        )
+    label = [f"i:{j}" if v is None else v for j, v in enumerate(label)]
+    return pd.factorize(np.array(label, dtype=object))[0]
+
+
+def _item_weights(cluster: np.ndarray, replicates: int, rng) -> np.ndarray:
+    """(R, n) how often each item is drawn: each replicate draws as many clusters as there are,
+    with replacement, and takes every item of a drawn cluster (the cluster bootstrap; with one
+    item per cluster the paired item bootstrap, draw for draw)."""
+    c = int(cluster.max()) + 1 if len(cluster) else 0
+    draws = rng.integers(0, c, size=(replicates, c)) + c * np.arange(replicates)[:, None]
+    counts = np.bincount(draws.ravel(), minlength=replicates * c).reshape(replicates, c)
+    return counts[:, cluster]
 
 
 def _binomial(block, replicates, rng):

@@ -249,8 +249,10 @@ def _feature_blocks(a, figures):
             (
                 "p",
                 "Spearman correlations of the measured features and sensitivities with the "
-                "properties the generator planted (ground_truth.json); planted_data_rank is "
-                "its intended order of data sensitivity (1 the least, 10 the most). A "
+                "properties the generator planted (ground_truth.json); planted_data_rank, in "
+                "corpora built before the generator's levers, is a hand-typed intended order "
+                "of data sensitivity (1 the least, 10 the most), superseded by the levers "
+                "(dose, needs_pretrained_facts, learnable: doit/data/micro/README.md). A "
                 "sensitivity's correlation has a 95% interval: the Spearman of every bootstrap "
                 "replicate's sensitivities (interval_over says what is resampled; Complexity and "
                 "Transference have no replicates here).",

@@ -16,6 +16,13 @@ Definitions (the same whatever form won, since they read the fitted curves):
   every replicate's curve (a replicate that does not saturate inside the grid counts as beyond
   it; an upper bound beyond the grid is empty); ``saturation_share`` is the share of
   replicates that saturate inside the grid;
+- ``half_rise_n``: the same reading at half the rise (``HALF_RISE``): the smallest n at which
+  the base-averaged fitted data curve is halfway from its floor to its ceiling, the items a
+  lever such as the micro corpus's dose should move; with its 95% CI (``half_rise_n_lo``/
+  ``_hi``) from every replicate's curve, as saturation_n's. Empty for a log-linear curve (no
+  ceiling), for a falling curve (its ceiling below its floor) and when half the rise lies
+  beyond the grid; the grid's smallest n when the curve is past half there already (a bound:
+  half the rise came at that n or before);
 - the power of the design (`power`, the one definition a power planner reuses), from the
   bootstrap standard error se of a sensitivity under a normal approximation: ``mde_data`` /
   ``mde_size`` = delta + (z_0.975 + z_0.8) se, the smallest true sensitivity the design calls
@@ -80,6 +87,9 @@ COLUMNS = [
     "data_sensitivity_hi90",
     "size_sensitivity_lo90",
     "size_sensitivity_hi90",
+    "half_rise_n",
+    "half_rise_n_lo",
+    "half_rise_n_hi",
     "note",
 ]
 # The published study's groups (Song et al., 2025), for the report.
@@ -111,6 +121,7 @@ def slope(fits: list, per_log) -> tuple[float, np.ndarray | None]:
 
 
 SATURATED = 0.95  # the share of its rise (chance -> ceiling) at which a curve has saturated
+HALF_RISE = 0.5  # the share of its rise at which half_rise_n reads the curve
 
 
 def saturation_n(fits: list, share: float = SATURATED) -> float:
@@ -246,6 +257,8 @@ def sensitivities(
         sat, sat_lo, sat_hi, sat_share = saturation(data_fits)
         row.update(saturation_n=sat, saturation_n_lo=sat_lo, saturation_n_hi=sat_hi)
         row["saturation_share"] = sat_share
+        half = saturation(data_fits, HALF_RISE)[:3]
+        row.update(zip(("half_rise_n", "half_rise_n_lo", "half_rise_n_hi"), half))
         note, degenerate = ability_note(data_fits, size_fits, most_n, most_bases)
         if degenerate:  # a CI of width 0 from counts at 0 or m says nothing about the factor
             row["data_class"] = row["size_class"] = UNDETERMINED

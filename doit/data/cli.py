@@ -200,7 +200,8 @@ def cmd_micro(a) -> int:
     from doit.data.micro import write_corpus
 
     print("building the micro DoIT corpus: SYNTHETIC data from a seeded fictional world")
-    summary = write_corpus(a.out, a.seed, a.practice_fraction, a.overwrite)
+    held_out = {} if a.held_out is None else {"held_out": a.held_out}
+    summary = write_corpus(a.out, a.seed, a.practice_fraction, a.overwrite, **held_out)
     print(json.dumps(summary, ensure_ascii=False, indent=1)[:2000])
     print(
         f"{a.out}: synthetic micro DoIT written (tokenizer/, pretrain/, ground_truth.json, manifest.json)"
@@ -284,6 +285,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="exam practice on train-split facts added to the pretraining text, as a "
         "fraction of the prose (doit/data/micro/practice.py); default 0: none",
+    )
+    mi.add_argument(
+        "--held-out",
+        type=at_least(1),
+        default=None,
+        metavar="N",
+        help="valid and test items per ability (default: doit.data.micro.build.N_HELD_OUT, 400); "
+        "the train items and the "
+        "pretraining text are the same for every N, and a smaller N's items are the first of "
+        "a larger one's (doit/data/micro/README.md)",
     )
     mi.set_defaults(func=cmd_micro)
     for writer in (sp, c, su, m, mi):

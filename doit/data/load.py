@@ -42,6 +42,7 @@ ITEM_FEATURES = datasets.Features(
         "chance": datasets.Value("float64"),
         "source": datasets.Value("string"),
         "line": datasets.Value("int64"),
+        "cluster": datasets.Value("string"),  # optional (None): items resting on one fact
     }
 )
 
@@ -80,7 +81,10 @@ def read_files(files: list[Path]) -> tuple[list[dict], list[Problem]]:
 
 
 def to_dataset(items: list[dict[str, Any]]) -> datasets.Dataset:
-    cols = {name: [it[name] for it in items] for name in ITEM_FEATURES}
+    cols = {
+        name: [it.get(name) if name == "cluster" else it[name] for it in items]
+        for name in ITEM_FEATURES
+    }
     return datasets.Dataset.from_dict(cols, features=ITEM_FEATURES)
 
 

@@ -29,6 +29,9 @@ gold       mc: letter; tf: "T"/"F"; cloze: the whole answer, stripped; multisele
 chance     per-item chance of a random guess, the kind's rule: mc 1/m, tf 1/2,
            multiselect 1/C(m,k), cloze and math 0, open 1/3; None for synthetic
 source     file the record came from, line its 1-based line (row for HF datasets)
+cluster    the record's optional ``cluster`` (a string): held-out items that share it
+           rest on one fact (the micro corpus writes the fact; real DoIT has none), so
+           the paired bootstrap resamples them together; else None
 ========== ============================================================================
 """
 
@@ -349,6 +352,8 @@ def parse_record(record: Any, *, path: str, line: int, hint: str | None = None, 
     if not synthetic and ability is not None and "idx" not in record:
         c.error("idx", "missing")
     idx = check_idx(record, c, default=position)
+    if "cluster" in record and not (isinstance(record["cluster"], str) and record["cluster"]):
+        c.error("cluster", f"optional; a non-empty string when given, got {record['cluster']!r}")
     if messages is None or ability is None or c.failed:
         return None, c.problems
     if synthetic:
@@ -367,6 +372,7 @@ def _item(ability, record, messages, idx, qf, derived, path, line) -> dict[str, 
         ability if ability == ab.SYNTHETIC else ab.get(ability).type_name
     )
     answer = record.get("answer")
+    cluster = record.get("cluster")
     item = {
         "uid": item_uid(ability, messages),
         "ability": ability,
@@ -382,6 +388,7 @@ def _item(ability, record, messages, idx, qf, derived, path, line) -> dict[str, 
         "chance": None,
         "source": path,
         "line": line,
+        "cluster": None if cluster is None else str(cluster),
     }
     if kind is not None:  # synthetic records have none
         item["chance"] = ak.kind(kind).chance(item)
@@ -402,4 +409,6 @@ def to_record(item: dict[str, Any]) -> dict[str, Any]:
         rec["choices"] = item["choices"]
     if item["answer"] is not None:
         rec["answer"] = item["answer"]
+    if item.get("cluster") is not None:
+        rec["cluster"] = item["cluster"]
     return rec

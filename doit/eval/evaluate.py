@@ -54,12 +54,19 @@ def output_paths(folder: str | Path, split: str, formulation: str = LETTER) -> t
 
 
 def load_split_items(
-    data_dir, split: str, abilities=None, ood: bool = True, formulation: str = LETTER
+    data_dir,
+    split: str,
+    abilities=None,
+    ood: bool = True,
+    formulation: str = LETTER,
+    per_ability: int | None = None,
 ) -> list[dict]:
     """The items to evaluate: ``abilities`` (keys, or a comma-separated string; default all)
     of ``split``, rendered in ``formulation`` (``doit.data.kinds.formulate``); ``ood``
     adds the C-Eval sets to whatever ``abilities`` names, and a C-Eval set named in
-    ``abilities`` is loaded without it."""
+    ``abilities`` is loaded without it. ``per_ability``: only the first that many items of
+    each in-domain ability, in file order (a grid's ``held_out_items``; the C-Eval sets are
+    kept whole); None: all."""
     from doit.data import abilities as ab
     from doit.data import kinds as ak
     from doit.data.load import load_items
@@ -90,7 +97,20 @@ def load_split_items(
             split,
             ", ".join(lacking),
         )
+    if per_ability is not None:
+        items = first_per_ability(items, per_ability, keep=ab.OOD_KEYS)
     return [ak.formulate(it, formulation) for it in items]
+
+
+def first_per_ability(items: list[dict], n: int, keep=()) -> list[dict]:
+    """The first ``n`` items of each ability, in order; abilities in ``keep`` whole."""
+    seen: dict[str, int] = {}
+    out = []
+    for it in items:
+        seen[it["ability"]] = seen.get(it["ability"], 0) + 1
+        if it["ability"] in keep or seen[it["ability"]] <= n:
+            out.append(it)
+    return out
 
 
 def predict_split(
@@ -130,12 +150,14 @@ def evaluate(
     allow_missing: bool = False,
     formulation: str = LETTER,
     norm: str | None = None,
+    per_ability: int | None = None,
 ) -> dict[str, Any]:
     """Predict and score ``split`` of ``data_dir`` with ``model`` (a directory, or a ``Model``
     to share one load), its items rendered in ``formulation``; returns SCORES.json's content.
     Files go to ``predictions`` and ``scores``, by default ``output_paths(folder, split,
     formulation)``. ``budgets``: max_new_tokens per generated kind (default: each kind's);
-    ``norm``: the text formulation's ranking (default ``doit.eval.kinds.DEFAULT_NORM``)."""
+    ``norm``: the text formulation's ranking (default ``doit.eval.kinds.DEFAULT_NORM``);
+    ``per_ability``: the first that many items of each in-domain ability (``load_split_items``)."""
     from doit.eval.score import score_file
 
     if folder is None and (predictions is None or scores is None):
@@ -144,7 +166,7 @@ def evaluate(
     predictions, scores = Path(predictions or default_pred), Path(scores or default_scores)
     model = model if isinstance(model, Model) else Model(str(model))
     started = time.perf_counter()
-    items = load_split_items(data_dir, split, abilities, ood, formulation)
+    items = load_split_items(data_dir, split, abilities, ood, formulation, per_ability)
     predict_split(model, items, predictions, budgets, batch_size, formulation)
     result = score_file(items, predictions, math, ties, allow_missing, norm)
     result["eval_s"] = round(time.perf_counter() - started, 3)

@@ -15,6 +15,7 @@ the analysis all call ``score_predictions``. Output schema (``SCORES.json``)::
                "open": ..., "text": ..., "missing": "null"|"wrong",
                "predict": PRED.rules.json's content (its "formulation" among it), or null},
      "items": [{"type", "idx", "ability", "answer_kind", "gold", "extracted", "correct", ...}],
+               (and "cluster" where the item has one),
      # written by doit.eval.evaluate only:
      "eval_s": seconds from loading to scored, "n_no_output": {ability: items whose
                prompt did not fit the context}}
@@ -51,15 +52,21 @@ def score_item(
     item: dict, pred: dict, math: str = "paper", ties: str = "correct", norm: str | None = None
 ) -> dict:
     """Per-item verdict: ``correct`` plus what was extracted (math: both rules), as the item's
-    answer kind extracts and judges (``doit.eval.kinds``)."""
+    answer kind extracts and judges (``doit.eval.kinds``); an item's ``cluster``, when it has
+    one, rides along (the paired bootstrap resamples clusters)."""
     return {
         "type": item["type"],
         "idx": item["idx"],
         "ability": item["ability"],
         "answer_kind": item["answer_kind"],
         "gold": item["gold"],
+        **_cluster(item),
         **kinds.judge(item, pred, _rules(math, ties, norm)),
     }
+
+
+def _cluster(item: dict) -> dict:
+    return {} if item.get("cluster") is None else {"cluster": item["cluster"]}
 
 
 def _rules(math: str, ties: str, norm: str | None) -> kinds.Rules:
@@ -71,7 +78,7 @@ def missing_row(item: dict) -> dict:
     row = {"extracted": None, "correct": False, "missing": True}
     row |= dict.fromkeys(kinds.behaviour(item["answer_kind"]).extra_verdicts, False)
     keys = ("type", "idx", "ability", "answer_kind", "gold")
-    return {**{k: item[k] for k in keys}, **row}
+    return {**{k: item[k] for k in keys}, **_cluster(item), **row}
 
 
 def _pct(values: list[bool], n_missing: int, allow_missing: bool) -> float | None:

@@ -77,6 +77,7 @@ def score_model(
                     batch_size=grid.eval_batch_size,
                     ood=split == "test",
                     formulation=formulation,
+                    per_ability=grid.held_out_items,
                 )
                 faults.point("mid_eval")
             out[(split, formulation)] = read_json(path)
@@ -157,6 +158,7 @@ def score_rows(
             "answer_kind": r["answer_kind"],
             "correct": bool(r["correct"]),
             "formulation": formulation,
+            "cluster": r.get("cluster"),
         }
         for r in scores["items"]
     ]

@@ -233,6 +233,8 @@ def eval_identity(grid: Grid) -> dict:
     }
     if grid.eval_formulations:  # absent from ids planned before formulations
         out["eval_formulations"] = sorted(grid.eval_formulations)
+    if grid.held_out_items is not None:  # absent (all items) from ids planned before the key
+        out["held_out_items"] = grid.held_out_items
     return out
 
 

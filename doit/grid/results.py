@@ -70,6 +70,10 @@ ITEM_COLUMNS = {
     "correct": "boolean",  # the scoring rule's verdict (missing predictions: false)
     "formulation": "string",  # letter | text: how the item was asked and scored
 }
+ITEM_EXTRA = {
+    "cluster": "string",  # optional: items sharing it rest on one fact (the micro corpus's)
+}
+ITEM_ALL = {**ITEM_COLUMNS, **ITEM_EXTRA}
 ITEM_KEY = ("cell", "epoch", "split", "ability", "formulation", "type", "idx")
 TIMING = ("train_s", "eval_s")  # differ between identical runs; everything else must not
 
@@ -80,7 +84,7 @@ class ResultsError(ValueError):
 
 def frame(rows: list[dict], per_item: bool = False) -> pd.DataFrame:
     """``rows`` as a table in the schema's column order and dtypes (unknown keys are errors)."""
-    columns = ITEM_COLUMNS if per_item else COLUMNS
+    columns = ITEM_ALL if per_item else COLUMNS
     unknown = sorted({k for r in rows for k in r} - set(columns))
     if unknown:
         raise ResultsError(f"unknown results column(s): {', '.join(unknown)}")
@@ -179,7 +183,7 @@ def _validate(df: pd.DataFrame, source: str, per_item: bool) -> pd.DataFrame:
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise ResultsError(f"{source}: missing required column(s): {', '.join(missing)}")
-    columns = ITEM_COLUMNS if per_item else COLUMNS
+    columns = ITEM_ALL if per_item else COLUMNS
     for c in columns:
         if c not in df.columns:
             df[c] = pd.NA

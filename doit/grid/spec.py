@@ -146,6 +146,8 @@ class Grid:
     # how cells train and are scored (doit.data.kinds.FORMULATIONS); several: an axis
     formulations: tuple[str, ...] = (ak.LETTER,)
     eval_formulations: tuple[str, ...] = ()  # scored besides, on the same checkpoints
+    held_out_items: int | None = None  # valid/test items scored per in-domain ability: the
+    # first N of each file (C-Eval sets whole); None ("all", the default): every item
 
     @property
     def pretraining_only(self) -> bool:
@@ -177,6 +179,7 @@ TOP_KEYS = {
     "bases_dir",
     "formulation",
     "eval_formulations",
+    "held_out_items",
 }
 BASE_KEYS = {
     "name",
@@ -200,6 +203,7 @@ FINE_TUNING_ONLY = (
     "keep",
     "formulation",
     "eval_formulations",
+    "held_out_items",
 )
 
 
@@ -509,6 +513,15 @@ def _formulations(key: str, empty: bool):
     return parse
 
 
+def _held_out_items(c: _Check, value) -> int | None:
+    """``all`` (None) or a positive count of items per ability and split."""
+    if value == "all":
+        return None
+    if isinstance(value, list):
+        c.fail("held_out_items", f"expected all or one integer >= 1, got {value!r}")
+    return c.integer("held_out_items", value)
+
+
 def _bases_dir(c: _Check, value) -> str | None:
     if value is not None and (not isinstance(value, str) or not value):
         c.fail("bases_dir", f"expected a directory (a string), got {value!r}")
@@ -535,6 +548,7 @@ OPTIONAL = {
     "bases_dir": ("bases_dir", _bases_dir),
     "formulation": ("formulations", _formulations("formulation", empty=False)),
     "eval_formulations": ("eval_formulations", _formulations("eval_formulations", empty=True)),
+    "held_out_items": ("held_out_items", _held_out_items),
 }
 
 

@@ -155,3 +155,35 @@ def test_the_bias_correction_ignores_a_median_shift_within_its_monte_carlo_noise
     reps = rng.normal(0, 1, 200)
     biased = np.percentile(reps, 20)  # a median bias well beyond the noise: still corrected
     assert interval(biased, reps)[1] < np.percentile(reps, 97.5) - 0.2
+
+
+def test_the_cluster_bootstrap_resamples_whole_clusters_and_is_wider_on_clustered_items():
+    """Items in clusters of 4 that share one outcome per cell (four forms of one fact): the
+    item bootstrap treats them as 4x the information they are; drawing clusters does not."""
+    curves = {"biology": Curve(a=0.0, b_data=0.3)}
+    table, items, _ = planted_study(curves, ns=(4, 64), n_items=120, rng=3)
+    items = items.copy()
+    items["cluster"] = (items["idx"] // 4).astype(str)
+    first = items.groupby(["cell", "epoch", "split", "cluster"])["correct"].transform("first")
+    items["correct"] = first  # every item of a cluster answers as its cluster's first
+    selected = select_checkpoints(table)
+    plain = bootstrap_counts(selected, items.drop(columns="cluster"), replicates=400, seed=0)
+    clustered = bootstrap_counts(selected, items, replicates=400, seed=0)
+    i = clustered.column("biology", base="l", n_per_ability=64)
+    assert clustered.score(i).point == plain.score(i).point
+    assert clustered.m[:, i].tolist() == [clustered.m[0, i]] * 400  # all clusters are 4 items
+    assert np.all(clustered.m[:, i] % 4 == 0) and np.all(clustered.k[:, i] % 4 == 0)
+    wide, narrow = (np.std(c.score(i).reps) for c in (clustered, plain))
+    assert wide > 1.5 * narrow  # sqrt(4) = 2 in expectation
+    j = clustered.column("biology", base="l", n_per_ability=4)
+    assert np.std(clustered.difference(i, j).reps) > 1.5 * np.std(plain.difference(i, j).reps)
+
+
+def test_without_clusters_the_draws_are_the_item_bootstraps():
+    curves = {"biology": Curve(a=0.0, b_data=0.3)}
+    table, items, _ = planted_study(curves, ns=(4, 64), rng=3)
+    selected = select_checkpoints(table)
+    before = bootstrap_counts(selected, items, replicates=50, seed=0)
+    singles = items.assign(cluster=None)
+    after = bootstrap_counts(selected, singles, replicates=50, seed=0)
+    assert np.array_equal(before.k, after.k) and np.array_equal(before.m, after.m)

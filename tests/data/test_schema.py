@@ -277,3 +277,17 @@ def test_multiselect_gold_outside_found_options_is_an_error():
 def test_history_false_label_f_is_not_an_option_letter():
     item, problems = parse(mc_record("判断：唐朝的都城是洛阳。", "F", "history"))
     assert problems == [] and (item["answer_kind"], item["gold"]) == ("tf", "F")
+
+
+def test_an_optional_cluster_rides_on_the_item_and_back_to_the_record():
+    from doit.data.schema import to_record
+
+    rec = {"messages": conv("q\nA. x\nB. y", "A"), "idx": 1, "type": "biology"}
+    rec["question_format"] = 0
+    item, _ = parse({**rec, "cluster": "species/斑啾/colour"})
+    assert item["cluster"] == "species/斑啾/colour"
+    assert to_record(item)["cluster"] == "species/斑啾/colour"
+    plain, _ = parse(rec)
+    assert plain["cluster"] is None and "cluster" not in to_record(plain)
+    for bad in (42, ""):
+        assert [f for f, _ in errors({**rec, "cluster": bad})] == ["cluster"]

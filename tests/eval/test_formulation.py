@@ -171,3 +171,16 @@ def test_predict_records_the_formulation_and_score_reads_it_back(tmp_path, tiny_
             result["rules"]["norm"] == norm and result["rules"]["predict"]["formulation"] == "text"
         )
         assert set(result["abilities"]["history"]["by_kind"]) == {"mc_text", "tf_text"}
+
+
+def test_per_ability_keeps_the_first_items_of_each_ability_and_every_ceval_item():
+    every = load_split_items(FIXTURE, "test")
+    first = load_split_items(FIXTURE, "test", per_ability=1)
+    ood = [it for it in every if it["ability"].startswith("ceval_")]
+    assert ood and [it for it in first if it["ability"].startswith("ceval_")] == ood
+    in_domain = [it for it in first if not it["ability"].startswith("ceval_")]
+    abilities = {it["ability"] for it in every if not it["ability"].startswith("ceval_")}
+    assert [it["ability"] for it in in_domain] == sorted(
+        abilities, key=[it["ability"] for it in every].index
+    )
+    assert all(it == next(x for x in every if x["ability"] == it["ability"]) for it in in_domain)

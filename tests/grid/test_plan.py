@@ -141,6 +141,8 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"formulation": "cloze"}, "formulation"),
         ({"formulation": ["text", "text"]}, "formulation"),
         ({"eval_formulations": ["letters"]}, "eval_formulations"),
+        ({"held_out_items": 0}, "held_out_items"),
+        ({"held_out_items": [100]}, "held_out_items"),
     ],
 )
 def test_bad_grids_name_the_file_and_the_key(tmp_path, tiny_base, keys, where):
@@ -356,6 +358,16 @@ def test_formulation_is_an_axis_and_in_the_id_only_when_not_letter(tmp_path, tin
     scored_too = ids(plan(tmp_path, tiny_base, eval_formulations=["letter", "text"]))
     assert scored_too.keys() == letter.keys() and not set(scored_too.values()) & set(
         letter.values()
+    )
+
+
+def test_held_out_items_is_in_the_id_only_when_not_all(tmp_path, tiny_base):
+    every = ids(plan(tmp_path, tiny_base))
+    assert ids(plan(tmp_path, tiny_base, held_out_items="all")) == every  # the default
+    first = ids(plan(tmp_path, tiny_base, held_out_items=100))
+    assert first.keys() == every.keys() and not set(first.values()) & set(every.values())
+    assert set(ids(plan(tmp_path, tiny_base, held_out_items=50)).values()).isdisjoint(
+        first.values()
     )
 
 

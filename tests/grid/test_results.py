@@ -88,6 +88,23 @@ def test_per_item_rows_have_their_own_schema(tmp_path):
     assert df["correct"].sum() == 2 and str(df["correct"].dtype) == "boolean"
     with pytest.raises(ResultsError, match="unknown results column"):
         frame([{**items[0], "score": 1.0}], per_item=True)
+    assert df["cluster"].isna().all()  # rows from before clusters read with none
+
+
+def test_per_item_rows_carry_an_items_cluster_from_its_scores(tmp_path):
+    from doit.grid.evaluate import score_rows
+
+    scores = {"abilities": {}, "items": []}
+    for i, cluster in enumerate(["dynasty/岚朝/capital", "dynasty/岚朝/capital", None]):
+        row = {"ability": "history", "type": "history", "idx": i, "answer_kind": "mc"}
+        scores["items"].append(
+            {**row, "correct": True, **({"cluster": cluster} if cluster else {})}
+        )
+    _, items = score_rows("test", scores)
+    rows = [{"cell": "c1", "epoch": 1.0, **r} for r in items]
+    write_shard(tmp_path, "c1", frame(rows, per_item=True), per_item=True)
+    df = read_results(tmp_path, per_item=True)
+    assert df["cluster"].tolist()[:2] == ["dynasty/岚朝/capital"] * 2 and pd.isna(df["cluster"][2])
 
 
 def test_formulation_is_part_of_the_key_and_old_tables_read_as_letter(tmp_path):

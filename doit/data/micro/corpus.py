@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from doit.data.manifest import write_manifest
-from doit.data.micro.build import build_micro
+from doit.data.micro.build import N_HELD_OUT, N_RECORDED, build_micro
 from doit.io import atomic_output_dir
 
 MICRO = "micro"  # the corpus folder's manifest kind
@@ -23,15 +23,19 @@ def write_corpus(
     overwrite: bool = False,
     flag: str = "--out",
     overwrite_flag: str | None = "--overwrite",
+    held_out: int = N_HELD_OUT,
 ):
     """Build the micro corpus into ``out`` (never half-written; an existing folder only when it
     is an earlier micro corpus, or ``overwrite``); returns ``build_micro``'s summary. ``flag``
-    and ``overwrite_flag`` are what an error calls the command's own flags."""
+    and ``overwrite_flag`` are what an error calls the command's own flags; ``held_out``: valid
+    and test items per ability (the manifest's args record it when it is not the recorded
+    studies' ``N_RECORDED``)."""
     with atomic_output_dir(
         out, kind=MICRO, overwrite=overwrite, flag=flag, overwrite_flag=overwrite_flag
     ) as tmp:
-        summary = build_micro(tmp, seed=seed, practice_fraction=practice_fraction)
+        summary = build_micro(tmp, seed, practice_fraction, held_out)
         practice = {"practice_fraction": practice_fraction} if practice_fraction else {}
+        practice |= {"held_out": held_out} if held_out != N_RECORDED else {}
         write_manifest(
             tmp,
             kind=MICRO,

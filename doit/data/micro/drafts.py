@@ -30,6 +30,12 @@ class Draft:
     steps: int = 1  # reasoning/arithmetic steps from prompt (and facts) to answer
     plateau: float | None = None  # best achievable score when the gold is a coin flip
     plateau_text: float | None = None  # the same in the text formulation (None: as plateau)
+    # The answer rules the gold applies, each a tuple naming one branch of the generator (an
+    # attribute asked in one form, a puzzle kind, an arithmetic operation): the ability's dose
+    # lever counts the distinct rules its train items draw from (ground_truth.json's `dose`).
+    rules: tuple[tuple, ...] = ()
+    recall: bool = False  # the gold rests on a fact only the pretraining prose states
+    cluster: str | None = None  # held-out items asking one fact share it (the record's key)
 
     @property
     def stem(self) -> tuple:
@@ -92,7 +98,13 @@ def fact_mc(ctx: ItemContext, fact: Fact, templates: dict[str, tuple[str, ...]])
     wrong = ctx.others(ctx.world.domain(fact.group, fact.attr), fact.value, 3)
     question = ctx.rng.choice(templates[fact.attr]).format(name=fact.subject)
     options = tuple(fmt.format(v) for v in [fact.value, *wrong])
-    return Draft(MC, question, options, share_key=fact.key)
+    return Draft(MC, question, options, **fact_fields(fact, "mc"))
+
+
+def fact_fields(fact: Fact, form: str) -> dict:
+    """The Draft fields every fact item shares: its share key, its one rule (the attribute
+    asked in ``form``) and recall (the fact is stated only in the pretraining prose)."""
+    return {"share_key": fact.key, "rules": ((form, fact.group, fact.attr),), "recall": True}
 
 
 T = TypeVar("T")

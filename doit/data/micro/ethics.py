@@ -40,6 +40,8 @@ def ethics(ctx: ItemContext) -> Draft:
         tuple(options),
         gold=gold,
         share_key=("ethics",),
+        rules=tuple(("wrong", d) for d in sorted(deeds)),  # each deed the prose calls wrong
+        recall=True,
         plateau=1 / (2**n_customs - 1),
         plateau_text=1 / comb(n_customs, len(proper)),
     )

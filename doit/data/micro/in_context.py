@@ -20,6 +20,7 @@ from doit.data.micro.phrases import (
 )
 
 RULE_FORMAT = ("format", "rule")  # share key of the format reasoning and understanding share
+PLAN = ("understanding", "plan")
 
 
 def rule_sentence(town: str, skill: str) -> str:
@@ -31,11 +32,15 @@ def _town(ctx: ItemContext, k: int = 1) -> list[str]:
 
 
 # --- understanding ---------------------------------------------------------------------
-def _dialogue(ctx, lines, question, options, share_key, steps) -> Draft:
+def _dialogue(ctx, lines, question, options, share_key, steps, rule: tuple) -> Draft:
+    """A dialogue item; ``rule``: what the answer reads off the dialogue (Draft.rules)."""
     options = tuple(options[: ctx.rng.choice((3, 4))])  # gold first; 3 or 4 options
     if len(lines) % 2:  # an odd last line opens the final user message
         lines, question = lines[:-1], lines[-1] + "\n" + question
-    return Draft(MC, question, options, turns=tuple(lines), share_key=share_key, steps=steps)
+    turns = tuple(lines)
+    return Draft(
+        MC, question, options, turns=turns, share_key=share_key, steps=steps, rules=(rule,)
+    )
 
 
 def _times(ctx: ItemContext, k: int) -> list[str]:
@@ -50,8 +55,8 @@ def _dialogue_plan(ctx: ItemContext) -> Draft:
     lines = [f"{a}：你明天去哪儿？", f"{b}：去{towns[0]}{errand}。"]
     lines += [f"{a}：几点走？", f"{b}：{times[0]}。"][: ctx.rng.choice((0, 1, 2))]
     if len(lines) > 3 and ctx.rng.random() < 0.5:
-        return _dialogue(ctx, lines, f"{b}几点走？", times, ("understanding", "plan"), 1)
-    return _dialogue(ctx, lines, f"{b}明天去哪里？", towns, ("understanding", "plan"), 1)
+        return _dialogue(ctx, lines, f"{b}几点走？", times, PLAN, 1, ("plan", "time"))
+    return _dialogue(ctx, lines, f"{b}明天去哪里？", towns, PLAN, 1, ("plan", "place"))
 
 
 def _dialogue_change(ctx: ItemContext) -> Draft:
@@ -60,20 +65,23 @@ def _dialogue_change(ctx: ItemContext) -> Draft:
     if ctx.rng.random() < 0.5:
         towns = _town(ctx, 4)
         lines = [f"{a}：你要去{towns[1]}吗？", f"{b}：本来要去，后来改去{towns[0]}了。"]
-        question, options = f"{b}最后去哪里？", towns
+        question, options, rule = f"{b}最后去哪里？", towns, ("change", "place")
     else:
         goods = ctx.rng.sample(GOODS, 4)
         lines = [f"{a}：你不是要买{goods[1]}吗？", f"{b}：{goods[1]}卖完了，我买了{goods[0]}。"]
-        question, options = f"{b}最后买了什么？", goods
+        question, options, rule = f"{b}最后买了什么？", goods, ("change", "goods")
     lines += [f"{a}：为什么？", f"{b}：{reason}"][: ctx.rng.choice((0, 1, 2))]
-    return _dialogue(ctx, lines, question, options, ("understanding", "change"), 2)
+    return _dialogue(ctx, lines, question, options, ("understanding", "change"), 2, rule)
 
 
 def _dialogue_who(ctx: ItemContext) -> Draft:
     a, b, c, d, e = ctx.rng.sample(ctx.world.people, 5)
     thing = ctx.rng.choice(REPAIRS)
     lines = [f"{a}：谁帮你修的{thing}？", f"{b}：是{c}，{d}只是看着。"]
-    return _dialogue(ctx, lines, f"是谁修好了{thing}？", [c, d, a, e], ("understanding", "who"), 1)
+    options = [c, d, a, e]
+    return _dialogue(
+        ctx, lines, f"是谁修好了{thing}？", options, ("understanding", "who"), 1, ("who",)
+    )
 
 
 def _dialogue_rule(ctx: ItemContext) -> Draft:
@@ -81,7 +89,7 @@ def _dialogue_rule(ctx: ItemContext) -> Draft:
     town, skills = _town(ctx)[0], ctx.rng.sample(SKILLS, 4)
     lines = [f"{a}：{rule_sentence(town, skills[0])}", f"{b}：{c}就住在{town}。"]
     lines += [f"{a}：那{c}也一样。"][: ctx.rng.choice((0, 1))]
-    return _dialogue(ctx, lines, f"{c}会做什么？", skills, RULE_FORMAT, 2)
+    return _dialogue(ctx, lines, f"{c}会做什么？", skills, RULE_FORMAT, 2, ("rule",))
 
 
 DIALOGUES = (
@@ -100,9 +108,11 @@ def understanding(ctx: ItemContext) -> Draft:
 ASKS = ("由此可以推出：", "哪一项一定为真？", "可以得出哪个结论？")
 
 
-def _puzzle(ctx, premises: str, options, share_key, steps, ask: str = "") -> Draft:
+def _puzzle(ctx, premises: str, options, share_key, steps, ask: str = "", rule=()) -> Draft:
+    """A puzzle item; its rule (Draft.rules): ``rule``, else its share key's kind."""
     question = premises + "\n" + (ask or ctx.rng.choice(ASKS))
-    return Draft(MC, question, tuple(options), share_key=share_key, steps=steps)
+    rule, options = rule or (share_key[-1],), tuple(options)
+    return Draft(MC, question, options, share_key=share_key, steps=steps, rules=(rule,))
 
 
 def _rule_puzzle(ctx: ItemContext) -> Draft:
@@ -127,10 +137,10 @@ def _order_puzzle(ctx: ItemContext) -> Draft:
     facts = [f"{a}比{b}{more}。", f"{b}比{c}{more}。"]
     ctx.rng.shuffle(facts)
     if ctx.rng.random() < 0.5:
-        ask, options = f"谁{most}？", [a, b, c, d]
+        ask, options, rule = f"谁{most}？", [a, b, c, d], ("order", "most")
     else:
-        ask, options = f"谁{least}？", [c, b, a, d]
-    return _puzzle(ctx, "".join(facts), options, ("reasoning", "order"), 2, ask)
+        ask, options, rule = f"谁{least}？", [c, b, a, d], ("order", "least")
+    return _puzzle(ctx, "".join(facts), options, ("reasoning", "order"), 2, ask, rule)
 
 
 def _contrapositive_puzzle(ctx: ItemContext) -> Draft:

@@ -8,7 +8,7 @@ chinese also asks cloze items on the dynasty facts history asks (transference).
 from __future__ import annotations
 
 from doit.data.kinds import CLOZE, MC, TF
-from doit.data.micro.drafts import Draft, ItemContext, fact_mc, weighted_choice
+from doit.data.micro.drafts import Draft, ItemContext, fact_fields, fact_mc, weighted_choice
 from doit.data.micro.world import Fact
 
 TF_WRAPPERS = (
@@ -22,7 +22,7 @@ def reverse_mc(ctx: ItemContext, fact: Fact, template: str) -> Draft:
     group = ctx.world.entities[fact.group]
     wrong = ctx.others([e["name"] for e in group], fact.subject, 3)
     question = template.format(value=fact.value)
-    return Draft(MC, question, (fact.subject, *wrong), share_key=fact.key)
+    return Draft(MC, question, (fact.subject, *wrong), **fact_fields(fact, "reverse"))
 
 
 def fact_tf(ctx: ItemContext, fact: Fact, statements: dict[str, str]) -> Draft:
@@ -35,11 +35,11 @@ def fact_tf(ctx: ItemContext, fact: Fact, statements: dict[str, str]) -> Draft:
     )
     wrapper, yes, no = ctx.rng.choice(TF_WRAPPERS)
     question = wrapper.format(s=statements[fact.attr].format(name=fact.subject, v=value))
-    return Draft(TF, question, gold=yes if truth else no, share_key=fact.key)
+    return Draft(TF, question, gold=yes if truth else no, **fact_fields(fact, "tf"))
 
 
-def cloze(question: str, answer: str, fact: Fact) -> Draft:
-    return Draft(CLOZE, question, gold=answer, share_key=fact.key)
+def cloze(question: str, answer: str, fact: Fact, form: str = "cloze") -> Draft:
+    return Draft(CLOZE, question, gold=answer, **fact_fields(fact, form))
 
 
 # --- biology ---------------------------------------------------------------------
@@ -113,11 +113,11 @@ def _idiom_item(ctx: ItemContext) -> Draft:
     if form == 1:
         meanings = ctx.others(ctx.world.domain("idiom", "meaning"), fact.value, 3)
         question = f"成语“{idiom}”是什么意思？"
-        return Draft(MC, question, (fact.value, *meanings), share_key=fact.key)
+        return Draft(MC, question, (fact.value, *meanings), **fact_fields(fact, "mc"))
     template = ctx.rng.choice(IDIOM_CLOZE)
     if form == 2:
-        return cloze(template.format(text=idiom[:2] + "____"), idiom[2:], fact)
-    return cloze(template.format(text="____" + idiom[2:]), idiom[:2], fact)
+        return cloze(template.format(text=idiom[:2] + "____"), idiom[2:], fact, "cloze_tail")
+    return cloze(template.format(text="____" + idiom[2:]), idiom[:2], fact, "cloze_head")
 
 
 def _poet_item(ctx: ItemContext) -> Draft:
@@ -140,7 +140,7 @@ def _dynasty_item(ctx: ItemContext) -> Draft:
         return cloze(ctx.rng.choice(CLOZE_PREFIXES) + sentence, fact.value, fact)
     wrong = ctx.others(ctx.world.domain(fact.group, fact.attr), fact.value, 3)
     question = "选出能填入横线的一项：" + sentence
-    return Draft(MC, question, (fact.value, *wrong), share_key=fact.key)
+    return Draft(MC, question, (fact.value, *wrong), **fact_fields(fact, "fill"))
 
 
 CHINESE_ITEMS = ((_dynasty_item, 35), (_idiom_item, 40), (_poet_item, 25))  # (maker, weight %)

@@ -61,7 +61,8 @@ def creative_writing(ctx: ItemContext) -> Draft:
     town = ctx.rng.choice(ctx.world.entities["town"])["name"]
     coarse = ctx.rng.choice(PLAIN_PROSE).format(town=town, good=ctx.rng.choice(GOODS))
     prompt = ctx.rng.choice(POEM_PROMPTS).format(t=title)
-    return Draft(OPEN, prompt, gold=gold, choices=(gold, fine, coarse), share_key=("poem",))
+    choices = (gold, fine, coarse)
+    return Draft(OPEN, prompt, gold=gold, choices=choices, share_key=("poem",), rules=(("poem",),))
 
 
 # --- role play ----------------------------------------------------------------------
@@ -89,16 +90,8 @@ def role_play(ctx: ItemContext) -> Draft:
     gold = answer.format(v=liked) + tail
     fine = answer.format(v=swapped) + tail
     choices = (gold, fine, _shuffled_text(ctx, gold))
+    fields = {"share_key": ("role_play",), "plateau": 0.5, "rules": (("preference", ask),)}
     if ctx.rng.random() < 0.3:
-        return Draft(
-            OPEN,
-            f"你现在是{persona}。{ask}",
-            gold=gold,
-            choices=choices,
-            share_key=("role_play",),
-            plateau=0.5,
-        )
+        return Draft(OPEN, f"你现在是{persona}。{ask}", gold=gold, choices=choices, **fields)
     turns = tuple(_persona_turns(ctx, persona, activity))
-    return Draft(
-        OPEN, ask, gold=gold, turns=turns, choices=choices, share_key=("role_play",), plateau=0.5
-    )
+    return Draft(OPEN, ask, gold=gold, turns=turns, choices=choices, **fields)

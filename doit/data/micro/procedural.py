@@ -18,8 +18,9 @@ MATH_STEPS = ((1, 5), (2, 4), (3, 1))  # (steps, weight): mostly one or two
 MAX_OPERAND, MAX_DOUBLED = 5, 12  # added/subtracted numbers; the largest value doubled
 
 
-def _math_step(ctx: ItemContext, value: int) -> tuple[str, str, int]:
-    """One transform of ``value``: (phrase relative to the previous, worked expression, result)."""
+def _math_step(ctx: ItemContext, value: int) -> tuple[str, str, int, str]:
+    """One transform of ``value``: (phrase relative to the previous, worked expression, result,
+    the operation's name)."""
     options = ["add"]
     if value > 2:
         options.append("sub")
@@ -30,20 +31,20 @@ def _math_step(ctx: ItemContext, value: int) -> tuple[str, str, int]:
     op = ctx.rng.choice(options)
     if op == "add":
         b = ctx.rng.randint(1, MAX_OPERAND)
-        return f"多{b}", f"{value}+{b}={value + b}", value + b
+        return f"多{b}", f"{value}+{b}={value + b}", value + b, op
     if op == "sub":
         b = ctx.rng.randint(1, min(MAX_OPERAND, value - 1))
-        return f"少{b}", f"{value}-{b}={value - b}", value - b
+        return f"少{b}", f"{value}-{b}={value - b}", value - b, op
     if op == "mul":
-        return "的2倍", f"{value}×2={value * 2}", value * 2
-    return "的一半", f"{value}÷2={value // 2}", value // 2
+        return "的2倍", f"{value}×2={value * 2}", value * 2, op
+    return "的一半", f"{value}÷2={value // 2}", value // 2, op
 
 
-def _math_relations(ctx: ItemContext, start: int, steps: int) -> list[tuple[str, str, int]]:
+def _math_relations(ctx: ItemContext, start: int, steps: int) -> list[tuple[str, str, int, str]]:
     relations, value = [], start
     for _ in range(steps):
-        phrase, work, value = _math_step(ctx, value)
-        relations.append((phrase, work, value))
+        phrase, work, value, op = _math_step(ctx, value)
+        relations.append((phrase, work, value, op))
     return relations
 
 
@@ -77,6 +78,7 @@ def math(ctx: ItemContext) -> Draft:
         answer=answer,
         share_key=("math", "chain"),
         steps=steps,
+        rules=tuple(sorted({(r[3],) for r in relations})),
     )
 
 
@@ -136,4 +138,5 @@ def code(ctx: ItemContext) -> Draft:
         choices=(gold, fine, coarse),
         share_key=("code", "expression"),
         steps=len(ops),
+        rules=tuple(sorted({(op,) for op, _ in ops})),
     )

@@ -16,12 +16,19 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from doit.analysis.sensitivity import GROUPS
 from doit.data import abilities
 from doit.data import kinds as ak
 from doit.data.abilities import OOD_KEYS
 from doit.data.load import load_items
-from doit.data.micro.build import SPECS, build_micro, draft_ability, render_ability
+from doit.data.micro.build import (
+    N_RECORDED,
+    SPECS,
+    build_micro,
+    draft_ability,
+    fact_cluster,
+    held_out_prefix,
+    render_ability,
+)
 from doit.data.micro.drafts import ItemContext
 from doit.data.micro.tokenizer import SPEAKER_TOKENS
 from doit.data.micro.world import FACT_ATTRS, build_world, split_facts
@@ -145,6 +152,66 @@ def test_draft_ability_keeps_stems_apart_between_splits():
     assert not train_facts & {d.share_key for d in drafts["test"]}
 
 
+def _knowledge_facts(world):
+    from doit.data.micro.build import FACT_GROUPS, HELD_OUT_FACTS
+
+    rng = random.Random("micro-split:0")
+    return {g: split_facts(world.facts(g), rng, HELD_OUT_FACTS) for g in FACT_GROUPS}
+
+
+def test_held_out_keeps_test_facts_out_of_every_train_item_and_extends_the_recorded_items():
+    world = build_world(0)
+    facts = _knowledge_facts(world)
+    drafts = {s.ability.key: draft_ability(s, world, facts, seed=0, held_out=160) for s in SPECS}
+    train_keys = {d.share_key for by in drafts.values() for d in by["train"]}
+    train_stems = {d.stem for by in drafts.values() for d in by["train"]}
+    for spec in SPECS:
+        key = spec.ability.key
+        records = render_ability(spec, drafts[key], seed=0)
+        held = held_out_prefix(records, 160)
+        assert [len(held[s]) for s in ("test", "valid")] == [160, 160]
+        test = drafts[key]["test"]
+        assert not {d.share_key for d in test if fact_cluster(d)} & train_keys
+        assert not {d.stem for d in test} & train_stems
+        clusters = [r.get("cluster") for r in held["test"]]
+        if key in ("biology", "history", "chinese"):  # every item asks one held-out fact
+            assert all(clusters) and len(set(clusters)) < 160
+            assert not set(clusters) & {"/".join(k) for k in train_keys if len(k) == 3}
+        else:
+            assert not any(clusters)
+        idx = [r["idx"] for part in held.values() for r in part]
+        assert len(idx) == len(set(idx))
+        recorded = render_ability(spec, draft_ability(spec, world, facts, seed=0), seed=0)
+        assert held["train"] == recorded["train"]
+        assert held["test"][:N_RECORDED] == recorded["test"]
+        assert held_out_prefix(recorded, 40)["valid"] == recorded["valid"][:40]
+
+
+def test_changing_a_lever_of_the_generator_changes_ground_truth_json(tmp_path, monkeypatch):
+    """The dose is counted from the items, not typed in: reasoning drawn from two puzzle kinds
+    instead of four has a dose of 2, and ground_truth.json says so."""
+    from doit.data.micro import in_context
+    from doit.data.micro.build import ground_truth
+    from doit.io import write_json
+
+    world, spec = build_world(0), next(s for s in SPECS if s.ability.key == "reasoning")
+    facts = _knowledge_facts(world)
+
+    def truth_file(name: str) -> Path:
+        drafts = {"reasoning": draft_ability(spec, world, facts, seed=0)}
+        records = {"reasoning": render_ability(spec, drafts["reasoning"], seed=0)}
+        write_json(tmp_path / name, ground_truth(0, drafts, records))
+        return tmp_path / name
+
+    before = json.loads(truth_file("before.json").read_text())["abilities"]["reasoning"]
+    monkeypatch.setattr(in_context, "PUZZLES", in_context.PUZZLES[:2])  # rule and chain only
+    after_path = truth_file("after.json")
+    after = json.loads(after_path.read_text())["abilities"]["reasoning"]
+    assert before["dose"] == 5 and after["dose"] == 2
+    assert after["dose_rules"] == ["chain", "rule"]
+    assert after_path.read_bytes() != (tmp_path / "before.json").read_bytes()
+
+
 def test_build_refuses_a_non_empty_dir(tmp_path):
     (tmp_path / "keep.txt").write_text("x")
     with pytest.raises(FileExistsError, match="empty"):
@@ -257,8 +324,8 @@ def build_hashes(root: Path) -> dict[str, str]:
 def test_same_seed_same_bytes_other_seed_differs(micro_dir, tmp_path):
     (tmp_path / "again").mkdir()
     (tmp_path / "other").mkdir()
-    build_micro(tmp_path / "again", seed=0)
-    build_micro(tmp_path / "other", seed=1)
+    build_micro(tmp_path / "again", seed=0, held_out=N_RECORDED)
+    build_micro(tmp_path / "other", seed=1, held_out=N_RECORDED)
     reference = build_hashes(micro_dir)
     assert build_hashes(tmp_path / "again") == reference
     other = build_hashes(tmp_path / "other")
@@ -269,8 +336,9 @@ def test_same_seed_same_bytes_other_seed_differs(micro_dir, tmp_path):
 
 # sha256 over "<path> <sha256>" lines of every seed-0 file outside tokenizer/ (whose bytes
 # also depend on the tokenizers version), as the generator writes them now (math in 1-3 small
-# steps, 5-shot prompts that fit 256 positions, the planted ordering in ground_truth.json).
-SEED_0_RECORDS_DIGEST = "453a328f008b2b15212e83f2c283ab0ce7947ed3825303eae94db5dd5c7557c8"
+# steps, 5-shot prompts that fit 256 positions), at the recorded 100 held-out items per split,
+# with each held-out knowledge item's `cluster` and ground_truth.json's levers (issue #30).
+SEED_0_RECORDS_DIGEST = "792c46d40ef6d24cf9e89d2e4617896dbba952121449f7822806ffd8ad1149a2"
 # The pretraining text the recorded ladder (studies/value_residual_micro_ladder) and the micro
 # study's bases were trained on: unchanged when those items were last rewritten.
 PRETRAIN_SHA256 = {
@@ -350,6 +418,7 @@ def test_ground_truth_matches_the_design(micro_dir):
     assert tuple(table) == abilities.ABILITY_KEYS
     fields = {
         "needs_pretrained_facts",
+        "recall_fraction",
         "steps",
         "learnable",
         "expected_plateau",
@@ -358,8 +427,11 @@ def test_ground_truth_matches_the_design(micro_dir):
         "shares_with",
         "notes",
         "expected_plateau_text",
-        "planted_data_rank",
-        "planted_group",
+        "dose",
+        "dose_rules",
+        "train_items_per_rule",
+        "held_out_items",
+        "test_clusters",
     }
     for key, row in table.items():
         assert fields <= set(row)
@@ -367,22 +439,44 @@ def test_ground_truth_matches_the_design(micro_dir):
         assert (row["shared_fraction"] > 0) == bool(row["shares_with"])
         assert all(key in table[other]["shares_with"] for other in row["shares_with"])
         assert (row["expected_plateau"] is None) == row["learnable"]
+        assert row["dose"] == len(row["dose_rules"]) >= 1 and row["held_out_items"] == 100
+        assert (row["test_clusters"] > 0) == (key in ("biology", "history", "chinese"))
     pairs = {key: set(row["shares_with"]) for key, row in table.items()}
     sharing = {k for k, v in pairs.items() if v}
     assert len(sharing) == 4  # history-chinese and reasoning-understanding, the rest isolated
     assert sum(row["learnable"] is False for row in table.values()) == 2
     assert sum(row["saturates_at"] is not None for row in table.values()) == 1
-    # the planted ordering and groups, in the analysis's vocabulary (fixed before measuring)
-    assert sorted(row["planted_data_rank"] for row in table.values()) == list(range(1, 11))
-    planted = {row["planted_group"] for row in table.values()}
-    assert planted == {"saturating", "responsive_both", "resistant_size", "resistant_both"}
-    assert planted <= set(GROUPS)
-    assert table["creative_writing"]["planted_group"] == "saturating"
-    assert table["role_play"]["planted_data_rank"] < table["math"]["planted_data_rank"] < 4
+    recall = {k for k, row in table.items() if row["needs_pretrained_facts"]}
+    assert recall == {"biology", "history", "chinese", "ethics"}
+    # the dose lever: distinct answer rules of the train items, spread >= 8x over the learnable
+    doses = {k: row["dose"] for k, row in table.items() if row["learnable"]}
+    assert max(doses.values()) >= 8 * min(doses.values()) and doses["creative_writing"] == 1
+    # the hand-typed intentions are gone from new corpora, and the file says what replaced them
+    assert not any({"planted_data_rank", "planted_group"} & set(row) for row in table.values())
+    assert "planted_data_rank" in truth["superseded"]
     # the text formulation ranks only sets of the gold's size: a higher ethics plateau
     assert table["ethics"]["expected_plateau_text"] > table["ethics"]["expected_plateau"]
     assert table["role_play"]["expected_plateau_text"] == table["role_play"]["expected_plateau"]
     assert table["math"]["steps"] == [1, 3]
+
+
+@pytest.mark.slow
+def test_ground_truth_per_formulation_has_floor_ceiling_and_the_ranked_share(micro_dir):
+    truth = json.loads((micro_dir / "ground_truth.json").read_text(encoding="utf-8"))
+    table, by = truth["abilities"], truth["formulations"]
+    assert set(by) == set(ak.FORMULATIONS)
+    for formulation, rows in by.items():
+        test = load_items(micro_dir, "test")
+        for key, row in rows.items():
+            items = [ak.formulate(x, formulation) for x in test if x["ability"] == key]
+            floor = 100 * sum(x["chance"] for x in items) / len(items)
+            assert row["floor"] == pytest.approx(floor, abs=0.005)
+            plateau = table[key]["expected_plateau" + ("_text" if formulation == "text" else "")]
+            top = 100.0 if plateau is None else 100 * plateau
+            assert row["ceiling"] == pytest.approx(top, abs=0.005)
+    assert by["letter"]["chinese"]["ranked_fraction"] == 0.0  # letters and spans: generated
+    assert 0.3 < by["text"]["chinese"]["ranked_fraction"] < 0.7  # ranked MC, generated cloze
+    assert by["text"]["role_play"]["ceiling"] == 50.0 and by["text"]["math"]["floor"] == 0.0
 
 
 @pytest.mark.slow
