@@ -30,7 +30,7 @@ from scipy.stats import binomtest, norm
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from doit.analysis.sensitivity import POWER_Z, Z_EQUIVALENCE, Z  # noqa: E402
+from doit.stats.power import POWER_Z, Z_EQUIVALENCE, Z  # noqa: E402
 
 
 def oracle_rate(value, se, delta: float, planted: str) -> np.ndarray:
