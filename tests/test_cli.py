@@ -60,8 +60,8 @@ def test_every_subcommand_in_the_readme_answers_help(command, capsys):
 
 @pytest.mark.slow
 def test_readme_micro_path_through_the_console_script(tmp_path):
-    """The README's quick path, shortened only in training length (two pretraining steps, one
-    item per ability)."""
+    """The README's quick path, shortened in training length (two pretraining steps, one item
+    per ability) and in held-out items (40 per split, where the README builds the default)."""
     assert DOIT.is_file(), f"{DOIT} is missing: `pip install -e .` installs the console script"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DOIT_CACHE": str(tmp_path / "cache")}
 
@@ -78,7 +78,7 @@ def test_readme_micro_path_through_the_console_script(tmp_path):
         return proc
 
     micro, base, sft = tmp_path / "micro", tmp_path / "base", tmp_path / "sft"
-    doit("data", "micro", "--out", micro)
+    doit("data", "micro", "--out", micro, "--held-out", 40)
     doit(
         "pretrain",
         "--config",

@@ -1,7 +1,9 @@
 """`recipes/demo.py` (what `make demo` runs) end to end on a tiny study: a trimmed micro corpus,
 two missing bases pretrained first (two steps each; their params come from pretraining), n = 0, 1, 4 per ability, two leave-one-out cells, the
 analysis and a 40-item curriculum trained and compared; then its report checked and a rerun
-that reuses everything."""
+that reuses everything. One worker: every cell runs in the demo's own process, on one thread,
+so the test shares the machine like any other (the worker-process path `make demo` takes with
+two workers is tests/grid/test_run.py's)."""
 
 from __future__ import annotations
 
@@ -19,11 +21,10 @@ import pytest
 
 from doit.data import abilities as ab
 from doit.data.manifest import write_manifest
-from tests.conftest import POOLS
 from tests.grid.conftest import write_grid
 from tests.tiny import REPO, TINY_PRETRAIN
 
-pytestmark = [pytest.mark.slow, POOLS]  # the demo runs two cells at once
+pytestmark = pytest.mark.slow
 
 EVAL_ITEMS, POOL_ITEMS, TEXT_LINES = 6, 24, 300
 
@@ -101,6 +102,8 @@ def demo(tmp_path: Path, data: Path, grid: Path):
         "40",
         "--replicates",
         "100",
+        "--workers",
+        "1",
     ]
     proc = subprocess.run(
         [sys.executable, str(REPO / "recipes" / "demo.py"), *args],

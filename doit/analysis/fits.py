@@ -205,21 +205,52 @@ def _bounds(form: str) -> list:
 
 
 def fit_point(form: str, t, k, m, floor: Floor) -> np.ndarray:
-    """Maximum-likelihood parameters for one series (scipy Nelder-Mead, then L-BFGS-B, from a
-    linearised start; b bounded below by 0 in the sigmoid forms)."""
+    """Maximum-likelihood parameters for one series: L-BFGS-B on the analytic gradient from
+    each linearised start (b bounded below by 0 in the sigmoid forms); for loglinear, whose
+    optimum often sits on a kink of the clipped likelihood where gradients stall, Nelder-Mead
+    from the same starts too (cheap in two parameters); the best kept. bench/fit_speed.py,
+    on the 2,080 series planted worlds of designs a, b and c1 give: 2.8x faster than the rule
+    before (Nelder-Mead from each start, then L-BFGS-B on numerical gradients), and short of
+    the better of the two optima by > 0.01 nats in 3 ceiling series (at most 0.81), where the
+    rule before was in 5 (at most 1.46); on the test suite's series, 4x faster, and the rule
+    before was up to 49 nats short on log-linear series with clipped points."""
     t, k, m = (np.asarray(x, float) for x in (t, k, m))
 
     def nll(theta):
-        ll = loglik(form, theta, t, k, m, floor.k, floor.m)
-        return -ll + RIDGE * (theta**2).sum()
+        return -loglik(form, theta, t, k, m, floor.k, floor.m) + RIDGE * (theta**2).sum()
 
-    bounds, found = _bounds(form), []
-    for start in _starts(form, t, k, m, floor):
-        best = optimize.minimize(
-            nll, start, method="Nelder-Mead", bounds=bounds, options={"xatol": 1e-7, "fatol": 1e-9}
+    def nll_and_gradient(theta):
+        g = _gradient(form, theta, t, k, m, floor)
+        return nll(theta), -g + 2 * RIDGE * theta
+
+    bounds, starts = _bounds(form), _starts(form, t, k, m, floor)
+    found = [
+        optimize.minimize(
+            nll_and_gradient, s, jac=True, method="L-BFGS-B", bounds=bounds, options=_LBFGS
         )
-        found.append(optimize.minimize(nll, best.x, method="L-BFGS-B", bounds=bounds))
+        for s in starts
+    ]
+    if form == "loglinear":
+        found += [optimize.minimize(nll, s, method="Nelder-Mead", options=_SIMPLEX) for s in starts]
     return min(found, key=lambda r: r.fun if np.isfinite(r.fun) else np.inf).x
+
+
+_SIMPLEX = {"xatol": 1e-7, "fatol": 1e-9}
+_LBFGS = {"ftol": 1e-13, "gtol": 1e-9, "maxiter": 2000}
+
+
+def _gradient(form: str, theta, t, k, m, floor: Floor) -> np.ndarray:
+    """d loglik / d theta of the clipped likelihood (a clipped p is flat: no gradient), with
+    the floor observation's term (sigmoid forms; loglinear's is a constant)."""
+    p, dp = _p_and_gradient(form, theta, t)
+    inside = (p > EPS) & (p < 1 - EPS)
+    p = np.clip(p, EPS, 1 - EPS)
+    g = (np.where(inside, k / p - (m - k) / (1 - p), 0.0)[:, None] * dp).sum(0)
+    if form in SIGMOID:
+        f = expit(theta[-1])
+        if EPS < f < 1 - EPS:
+            g[-1] += floor.k - floor.m * f
+    return g
 
 
 def _logit(p):

@@ -8,6 +8,7 @@ import pytest
 from scipy import optimize
 from scipy.special import expit, logit
 
+from doit.analysis import fits
 from doit.analysis.bootstrap import bootstrap_counts
 from doit.analysis.curriculum.model import point_curve, replicate_curve
 from doit.analysis.fits import fit_grid, fit_series, fits_table
@@ -253,3 +254,19 @@ def test_a_step_whose_information_is_singular_in_floating_point_does_not_stop_th
     assert np.isfinite(step).all()
     assert step[1] == pytest.approx([2.0, 3.0])  # the regular row: h^-1 g
     assert h[0] @ step[0] == pytest.approx(g[0])  # g lies in h's range: an exact step
+
+
+@pytest.mark.parametrize("form", fits.FORMS)
+def test_the_point_fits_gradient_is_the_likelihoods(form):
+    """fit_point's L-BFGS-B runs on this analytic gradient: it must be the log-likelihood's
+    (floor term included), or the optimum it reports is not one."""
+    t, k, m = np.array([-2.0, -1.0, 0.5, 2.0]), np.array([30.0, 41, 60, 77]), np.full(4, 100.0)
+    floor = fits.Floor(25.0, 100.0, "base")
+    theta = np.array([0.2, 0.6, 1.5, -1.0][: fits.N_PARAMS[form]])
+    if form == "loglinear":
+        theta = np.array([0.5, 0.08])
+    numeric = optimize.approx_fprime(
+        theta, lambda th: fits.loglik(form, th, t, k, m, floor.k, floor.m), 1e-7
+    )
+    analytic = fits._gradient(form, theta, t, k, m, floor)
+    assert np.allclose(analytic, numeric, rtol=1e-4, atol=1e-3), (analytic, numeric)

@@ -1,4 +1,4 @@
-"""Every launch form of the recipe on CPU: deepspeed (one and two ranks, ZeRO-2 and ZeRO-3),
+"""Every launch form of the recipe on CPU: deepspeed (two ranks, ZeRO-2 and ZeRO-3),
 torchrun with two ranks, plain python with a DeepSpeed config, two `deepspeed --no_ssh` nodes
 as under Slurm, and a refused accelerate launch."""
 
@@ -42,34 +42,19 @@ def port():
         leftover.unlink(missing_ok=True)
 
 
-def test_deepspeed_launcher_puts_norms_and_mixing_scalars_in_the_no_decay_group(
-    resformer_base, tmp_path, cache_dir, port
-):
-    out = tmp_path / "run"
-    run_recipe(
-        deepspeed(port),
-        recipe_args(resformer_base, out, num_train_epochs=1, deepspeed=ZERO2),
-        cache_dir,
-    )
-    info = run_info(out)
-    assert info["launch"]["launcher"] == "deepspeed" and info["launch"]["deepspeed"]
-    decay, no_decay = info["optimizer_groups"]
-    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
-    scalars = [n for n in no_decay["params"] if n.endswith(("value_lambda1", "value_lambda2"))]
-    norms = [n for n in no_decay["params"] if "norm" in n]
-    assert scalars and len(norms) == 5 and set(no_decay["params"]) == set(scalars + norms)
-    assert not any("norm" in n or "lambda" in n for n in decay["params"])
-    assert info["model"]["model_type"] == "resformer"
-    assert not shm_buffers(port)
-
-
-@pytest.mark.parametrize("zero", [ZERO2, ZERO3], ids=["zero2", "zero3"])
-def test_deepspeed_two_ranks(zero, base, tmp_path, cache_dir, port):
+@pytest.mark.parametrize(
+    "zero, arch", [(ZERO2, "resformer"), (ZERO3, "llama")], ids=["zero2-resformer", "zero3"]
+)
+def test_deepspeed_two_ranks(zero, arch, request, tmp_path, cache_dir, port):
+    """Two ranks under ZeRO-2 (a ResFormer base: its norms and mixing scalars get no decay)
+    and ZeRO-3 (a Llama base, loaded partitioned)."""
+    base = request.getfixturevalue("resformer_base" if arch == "resformer" else "base")
     out = tmp_path / "run"
     run_recipe(
         deepspeed(port, 2), recipe_args(base, out, num_train_epochs=2, deepspeed=zero), cache_dir
     )
     info = run_info(out)
+    assert info["launch"]["launcher"] == "deepspeed" and info["launch"]["deepspeed"]
     assert (
         info["launch"]["world_size"] == 2
         and info["config"]["training"]["gradient_accumulation_steps"] == 1
@@ -81,6 +66,7 @@ def test_deepspeed_two_ranks(zero, base, tmp_path, cache_dir, port):
     assert logs[-1]["learning_rate"] == pytest.approx(1e-4 + (1e-3 - 1e-4) / 4)
     model = AutoModelForCausalLM.from_pretrained(out)  # ZeRO-3: gathered 16-bit weights reload
     assert model.get_input_embeddings().num_embeddings == 387
+    assert info["model"]["model_type"] == arch
     # ZeRO-3 loads the base partitioned (every tensor empty and 1-D): the groups, by name, must
     # still be those of the same model built whole
     decay, no_decay = info["optimizer_groups"]
@@ -89,6 +75,11 @@ def test_deepspeed_two_ranks(zero, base, tmp_path, cache_dir, port):
     assert set(no_decay["params"]) == expected_no_decay
     assert set(decay["params"]) == {n for n, _ in model.named_parameters()} - expected_no_decay
     assert "model.layers.0.self_attn.q_proj.weight" in decay["params"]
+    if arch == "resformer":
+        scalars = [n for n in no_decay["params"] if n.endswith(("value_lambda1", "value_lambda2"))]
+        norms = [n for n in no_decay["params"] if "norm" in n]
+        assert scalars and len(norms) == 5 and set(no_decay["params"]) == set(scalars + norms)
+        assert not any("norm" in n or "lambda" in n for n in decay["params"])
     assert not shm_buffers(port)
 
 
