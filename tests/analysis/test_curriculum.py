@@ -150,6 +150,7 @@ def test_reconstruct_is_the_shipped_recipe_on_the_real_pools(planted):
     )
 
 
+@pytest.mark.slow  # > 10 s: test-fast stays under 4 minutes
 def test_reconstruct_cuts_size_driven_to_its_best_n_and_harmed_by_data_to_its_floor(tmp_path):
     """The planted world of design b (3 bases x 8, 400 items, 2 seeds): its harmful code and
     size-only understanding decided on valid as planted; the rest share what is left. (The
@@ -318,6 +319,7 @@ def test_regression_recovers_a_planted_linear_law_from_40_random_mixes(tmp_path)
     assert gain >= 0.9 * (macro(optimum) - macro(uniform)) > 0.01
 
 
+@pytest.mark.slow  # > 10 s: test-fast stays under 4 minutes
 def test_regression_needs_random_mixes_and_lightgbm_is_an_extra(tmp_path, study_csv):
     with pytest.raises(CurriculumError, match="random_mixes"):
         make(

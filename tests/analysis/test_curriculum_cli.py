@@ -208,6 +208,7 @@ def axis_table(plain, folder):
     return folder / "axis.csv", folder / "text.csv"
 
 
+@pytest.mark.slow  # > 10 s: test-fast stays under 4 minutes
 def test_curriculum_of_a_formulation_axis_reads_the_cells_asked_for(tables, tmp_path):
     axis, text = axis_table(tables[1], tmp_path / "tables")
     flags = ["--budget", "640", "--pools", POOLS, "--replicates", "20"]
@@ -221,6 +222,7 @@ def test_curriculum_of_a_formulation_axis_reads_the_cells_asked_for(tables, tmp_
     pd.testing.assert_frame_equal(got, alone)  # the text cells' curriculum, as if alone
 
 
+@pytest.mark.slow  # > 10 s: test-fast stays under 4 minutes
 def test_analysis_run_with_a_budget_on_a_formulation_axis(tables, tmp_path):
     axis, _ = axis_table(tables[1], tmp_path / "tables")
     out, data = tmp_path / "analysis", tmp_path / "corpus"

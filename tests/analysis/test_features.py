@@ -72,7 +72,10 @@ def _planted_rank_world(folder, design: str):
     return world.write(folder), truth
 
 
-@pytest.mark.parametrize("design", ["a", "b"])
+@pytest.mark.parametrize(
+    "design",
+    ["a", pytest.param("b", marks=pytest.mark.slow)],  # b: > 10 s
+)
 def test_the_agreement_with_the_planted_order_has_a_bootstrap_interval(tmp_path, design):
     from scipy.stats import spearmanr
 
