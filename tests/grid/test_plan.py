@@ -143,6 +143,8 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"eval_formulations": ["letters"]}, "eval_formulations"),
         ({"held_out_items": 0}, "held_out_items"),
         ({"held_out_items": [100]}, "held_out_items"),
+        ({"held_out_items": {"valid": 100}}, "held_out_items"),
+        ({"held_out_items": {"valid": 0, "test": "all"}}, "held_out_items"),
     ],
 )
 def test_bad_grids_name_the_file_and_the_key(tmp_path, tiny_base, keys, where):
@@ -369,6 +371,15 @@ def test_held_out_items_is_in_the_id_only_when_not_all(tmp_path, tiny_base):
     assert set(ids(plan(tmp_path, tiny_base, held_out_items=50)).values()).isdisjoint(
         first.values()
     )
+    same = {"valid": 100, "test": 100}  # equal splits read as one count: the same ids
+    assert ids(plan(tmp_path, tiny_base, held_out_items=same)) == first
+    fewer_valid = {"valid": 100, "test": "all"}
+    split_ids = ids(plan(tmp_path, tiny_base, held_out_items=fewer_valid))
+    assert not set(split_ids.values()) & (set(first.values()) | set(every.values()))
+    grid = load_grid(
+        write_grid(tmp_path / "v.yaml", grid_dict(tiny_base, held_out_items=fewer_valid))
+    )
+    assert (grid.items_scored("valid"), grid.items_scored("test")) == (100, None)
 
 
 def test_formulation_is_the_grids_key_not_the_recipes(tmp_path, tiny_base):
