@@ -7,8 +7,8 @@ module computes what `studies/micro_reference/README.md` reports:
 
 - `dose_recovery`: the Spearman of ``half_rise_n`` with the planted ``dose`` over the
   learnable abilities (log of both: the same ranks), its interval over the replicates of the
-  half-rise n (items, and seeds where a point has >= 2; a replicate whose curve gets there
-  beyond the grid ranks above every n inside it);
+  half-rise n (items, and seeds where a point has >= 2); a curve (or a replicate's) that is
+  not halfway inside the grid ranks above every n inside it (``beyond_grid``: those points);
 - `classes_decided`: per axis, the abilities whose class is responsive, resistant or harmed;
 - `bounds`: every point's score and every fitted curve's floor and ceiling against the
   planted floor and ceiling of the formulation (contradicted: the whole 95% interval beyond);
@@ -57,22 +57,25 @@ def truth_of(ground_truth: dict, formulation: str) -> pd.DataFrame:
 
 def dose_recovery(curves, truth: pd.DataFrame) -> dict:
     """Spearman of half_rise_n with dose over the learnable abilities (module docstring):
-    ``spearman``, ``_lo``, ``_hi``, ``abilities`` (those with a half-rise n), the per-ability
-    ``half_rise`` points, and ``replicates`` (how many gave a correlation)."""
+    ``spearman``, ``_lo``, ``_hi``, ``abilities`` (those with a fitted data curve), the
+    per-ability ``half_rise`` points (inf: beyond the grid), ``beyond_grid`` and
+    ``replicates`` (how many gave a correlation)."""
     learnable = truth[truth["learnable"]].set_index("ability")["dose"]
     points, reps = {}, {}
     for a in learnable.index:
         fits = [f for k, f in curves.data.items() if k[0] == a and k[2] == "curated"]
         point, rep = reaching(fits, HALF_RISE)
-        if np.isfinite(point) and rep is not None:
-            points[a], reps[a] = point, np.where(np.isnan(rep), np.inf, rep)
+        if fits and rep is not None:  # not halfway inside the grid: beyond it (ranks last)
+            points[a] = np.inf if np.isnan(point) else point
+            reps[a] = np.where(np.isnan(rep), np.inf, rep)
     out = {"abilities": sorted(points), "half_rise": points}
+    out["beyond_grid"] = sorted(a for a, v in points.items() if np.isinf(v))
     out.update(spearman=np.nan, spearman_lo=np.nan, spearman_hi=np.nan, replicates=0)
     dose = learnable[out["abilities"]].to_numpy(float)
     if len(points) < 3 or len(set(dose)) < 2:
         return out
     x = np.array([points[a] for a in out["abilities"]])
-    rho = float(rank_correlations(np.log(x)[None], np.log(dose))[0])
+    rho = float(rank_correlations(x[None], dose)[0])  # ranks: log n and log dose alike
     rep_rho = rank_correlations(np.column_stack([reps[a] for a in out["abilities"]]), dose)
     lo, hi = Estimate(rho, rep_rho).interval()
     out.update(spearman=rho, spearman_lo=lo, spearman_hi=hi)

@@ -23,4 +23,4 @@ if [ "${ALL_SEEDS:-0}" = 1 ]; then run '*'; fi
 
 $PY -m doit.analysis run $STUDY --data $CORPUS --bases vanilla_xs,vanilla_s,vanilla_l \
   --out $STUDY/analysis --overwrite
-$PY $HERE/grade.py $STUDY --analysis $STUDY/analysis --data $CORPUS --out $HERE
+$PY $HERE/grade.py $STUDY --data $CORPUS --out $HERE

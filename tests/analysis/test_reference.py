@@ -65,6 +65,7 @@ def test_grading_recovers_the_planted_levers(study):
     planted = ref.truth_of(truth(), "text")
     dose = ref.dose_recovery(ladder.curves, planted)
     assert dose["abilities"] == sorted(LEARNABLE) and dose["spearman"] == 1.0
+    assert dose["beyond_grid"] == []
     h = dose["half_rise"]
     assert h["creative_writing"] < h["code"] < h["history"]
     assert dose["spearman_lo"] <= 1.0 == dose["spearman_hi"] and dose["replicates"] == REPLICATES
