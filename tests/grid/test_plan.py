@@ -402,3 +402,16 @@ def test_formulation_is_the_grids_key_not_the_recipes(tmp_path, tiny_base):
     }
     with pytest.raises(GridError, match="formulation: only fine-tuning cells use it"):
         load_grid(write_grid(tmp_path / "ladder.yaml", ladder))
+
+
+def test_the_reference_study_grid_parses_with_its_budget_cuts():
+    grid = load_grid(REPO / "studies/micro_reference/grid.yaml")
+    assert [b.name for b in grid.bases] == [
+        "vanilla_xs",
+        "vanilla_s",
+        "vanilla_l",
+        "resformer_s",
+        "svformer_s",
+    ]
+    assert grid.seeds == (0, 1, 2) and grid.formulations == ("text",)
+    assert (grid.items_scored("valid"), grid.items_scored("test")) == (100, None)
