@@ -231,15 +231,18 @@ def seed_half(rows: StudyRows, seeds) -> StudyRows:
     return StudyRows(table, items, all_rows, rows.notes)
 
 
-def split_half(analysis, halves) -> pd.DataFrame:
+def split_half(analysis, halves, seed_sd: float | None = None) -> pd.DataFrame:
     """One row per (ability, axis): each half's sensitivity and SE (replicate SD) and the
     standardised difference ``z`` = |a - b| / sqrt(se_a^2 + se_b^2); ``agree``: z < 1.96.
-    ``analysis``: the full study's `Analysis`; ``halves``: two disjoint seed sets."""
+    ``analysis``: the full study's `Analysis`; ``halves``: two disjoint seed sets;
+    ``seed_sd``: the prior a half of one seed draws its seed effects with (`Settings.seed_sd`;
+    e.g. the full study's measured one), else its intervals cover items only."""
     from doit.analysis.pipeline import Analysis
 
+    settings = analysis.settings if seed_sd is None else replace(analysis.settings, seed_sd=seed_sd)
     parts = []
     for seeds in halves:
-        half = Analysis(analysis.source, analysis.settings, study=seed_half(analysis.rows, seeds))
+        half = Analysis(analysis.source, settings, study=seed_half(analysis.rows, seeds))
         sens = half.sensitivities
         parts.append((sens.table.set_index("ability"), sens.replicates))
     (ta, ra), (tb, rb) = parts
@@ -269,8 +272,3 @@ def _se(reps) -> float:
         return np.nan
     finite = np.asarray(reps, float)[np.isfinite(reps)]
     return float(np.std(finite, ddof=1)) if len(finite) > 1 else np.nan
-
-
-def with_bases(settings, bases):
-    """``settings`` with its base filter set (`Settings.bases`)."""
-    return replace(settings, bases=tuple(bases))

@@ -62,10 +62,12 @@ def main(argv=None) -> int:
         write_csv(out / "differences.csv", diffs)
         grading["resamples"] = pairs.counts.resamples
 
-    halves = ref.split_half(ladder, HALVES)
+    seed_sd = float(np.nanmedian(ladder.counts.seed_table["seed_sd"]))  # the one-seed half's prior
+    halves = ref.split_half(ladder, HALVES, seed_sd if np.isfinite(seed_sd) else None)
     write_csv(out / "split_half.csv", halves)
     scored = halves[np.isfinite(halves["z"])]
     grading["split_half"] = {"agree": int(scored["agree"].sum()), "of": len(scored)}
+    grading["split_half"]["seed_sd_prior"] = seed_sd
     atomic_write_text(
         out / "grading.json", json.dumps(finite(grading), indent=1, default=_plain) + "\n"
     )
