@@ -47,7 +47,9 @@ class Analysis:
         if self.study is not None:
             return self.study
         s = self.settings
-        return read_study(self.source, s.formulation, s.cell_formulation, s.formulation_split)
+        return read_study(
+            self.source, s.formulation, s.cell_formulation, s.formulation_split, s.bases
+        )
 
     @property
     def all_rows(self) -> pd.DataFrame:

@@ -134,11 +134,22 @@ def saturation_n(fits: list, share: float = SATURATED) -> float:
 def saturation(fits: list, share: float = SATURATED) -> tuple[float, float, float, float]:
     """(saturation_n, its 95% CI low and high, the share of replicates that saturate inside
     the grid): the point on the base-averaged curve and on every replicate's curve."""
+    point, reps = reaching(fits, share)
+    if reps is None:
+        return point, np.nan, np.nan, np.nan
+    beyond = np.where(np.isnan(reps), np.inf, reps)  # not inside the grid: beyond it
+    ci_lo, ci_hi = interval(np.inf if np.isnan(point) else point, beyond, method="inverted_cdf")
+    return point, _finite(ci_lo), _finite(ci_hi), float(np.mean(~np.isnan(reps)))
+
+
+def reaching(fits: list, share: float) -> tuple[float, np.ndarray | None]:
+    """The n where the base-averaged fitted curve has made ``share`` of its rise, and the same
+    on every replicate's curve (R,) (NaN: not inside the grid; None without replicates)."""
     if not fits:
-        return (np.nan,) * 4
+        return np.nan, None
     lo, hi = max(f.x.min() for f in fits), min(f.x.max() for f in fits)
     if hi <= lo:
-        return (np.nan,) * 4
+        return np.nan, None
     n = np.geomspace(lo, hi, 200)
     curves, tops, floors = zip(*((f.curve(n), f.saturation_top(), f.floor()) for f in fits))
     point = first_reaching(
@@ -149,15 +160,11 @@ def saturation(fits: list, share: float = SATURATED) -> tuple[float, float, floa
         share,
     )
     if any(c[1] is None for c in curves):
-        return point, np.nan, np.nan, np.nan
+        return point, None
     rep_curves = np.mean([c[1] for c in curves], 0)  # (R, len n)
     rep_tops, rep_floors = (np.mean([v[1] for v in vs], 0) for vs in (tops, floors))  # (R,)
-    reps = np.array(
-        [first_reaching(c, t, b, n, share) for c, t, b in zip(rep_curves, rep_tops, rep_floors)]
-    )
-    beyond = np.where(np.isnan(reps), np.inf, reps)  # not inside the grid: beyond it
-    ci_lo, ci_hi = interval(np.inf if np.isnan(point) else point, beyond, method="inverted_cdf")
-    return point, _finite(ci_lo), _finite(ci_hi), float(np.mean(~np.isnan(reps)))
+    reps = [first_reaching(c, t, b, n, share) for c, t, b in zip(rep_curves, rep_tops, rep_floors)]
+    return point, np.array(reps)
 
 
 def first_reaching(curve: np.ndarray, top: float, floor: float, n: np.ndarray, share: float):

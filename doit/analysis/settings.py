@@ -21,6 +21,14 @@ from doit.flags import at_least
 SPLITS = ("test", "valid")  # the splits a fit can be made on
 
 
+def base_names(text: str) -> tuple[str, ...]:
+    """``--bases a,b``: the names, in order, none empty or repeated."""
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names) or len(set(names)) != len(names):
+        raise ValueError(f"--bases: expected comma-separated distinct names, got {text!r}")
+    return names
+
+
 @dataclass(frozen=True)
 class Settings:
     """One analysis's settings; a field's ``metadata`` is its flag's (``choices`` or ``type``,
@@ -73,6 +81,15 @@ class Settings:
             "choices": FORMULATIONS,
             "help": "the cells trained in this formulation (needed when the table holds "
             "several: a grid's formulation axis)",
+        },
+    )
+
+    bases: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "type": base_names,
+            "help": "comma-separated base names: analyse only their cells (e.g. the vanilla "
+            "ladder of a study that also holds other architectures); none: every base",
         },
     )
 

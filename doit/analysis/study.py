@@ -37,12 +37,17 @@ def read_study(
     formulation: str = form.MAX,
     cell_formulation: str | None = None,
     formulation_split: str = form.CHOSEN_ON,
+    bases: tuple[str, ...] | None = None,
 ) -> StudyRows:
     """The rows of the study folder or table file ``source`` (module docstring), of the cells
     trained in ``cell_formulation`` (None: the table must hold one) by the rule
-    ``formulation`` (``max``: chosen on ``formulation_split``)."""
+    ``formulation`` (``max``: chosen on ``formulation_split``), of the ``bases`` named (None:
+    every base; a name the table lacks is a ValueError naming it)."""
     rows = read_results(source)
     check_scale(rows, str(source))
+    items = read_items(source)
+    if bases is not None:
+        rows, items = only_bases(rows, items, bases, str(source))
     unknown = unknown_abilities(rows)
     notes = ()
     if unknown:
@@ -52,9 +57,20 @@ def read_study(
         )
         rows = rows[~rows["ability"].isin(unknown)].reset_index(drop=True)
     table, items, chosen = form.choose(
-        rows, read_items(source), formulation, cell_formulation, formulation_split
+        rows, items, formulation, cell_formulation, formulation_split
     )
     return StudyRows(table, items, rows, (*notes, *chosen))
+
+
+def only_bases(rows: pd.DataFrame, items: pd.DataFrame | None, bases, source: str):
+    """The rows (and per-item rows) of the cells of ``bases``; an unknown name is an error."""
+    missing = sorted(set(bases) - set(rows["base"].dropna().astype(str)))
+    if missing:
+        raise ValueError(f"{source}: --bases: no rows of base(s) {', '.join(missing)}")
+    rows = rows[rows["base"].isin(bases)].reset_index(drop=True)
+    if items is not None:
+        items = items[items["cell"].isin(set(rows["cell"]))].reset_index(drop=True)
+    return rows, items
 
 
 def unknown_abilities(table: pd.DataFrame) -> list[str]:

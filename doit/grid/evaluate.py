@@ -77,7 +77,7 @@ def score_model(
                     batch_size=grid.eval_batch_size,
                     ood=split == "test",
                     formulation=formulation,
-                    per_ability=grid.held_out_items,
+                    per_ability=grid.items_scored(split),
                 )
                 faults.point("mid_eval")
             out[(split, formulation)] = read_json(path)

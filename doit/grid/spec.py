@@ -146,8 +146,15 @@ class Grid:
     # how cells train and are scored (doit.data.kinds.FORMULATIONS); several: an axis
     formulations: tuple[str, ...] = (ak.LETTER,)
     eval_formulations: tuple[str, ...] = ()  # scored besides, on the same checkpoints
-    held_out_items: int | None = None  # valid/test items scored per in-domain ability: the
-    # first N of each file (C-Eval sets whole); None ("all", the default): every item
+    held_out_items: int | dict | None = None  # valid/test items scored per in-domain ability:
+    # the first N of each file (C-Eval sets whole); None ("all", the default): every item; a
+    # dict {"valid": N|None, "test": N|None} when the splits differ (`items_scored`)
+
+    def items_scored(self, split: str) -> int | None:
+        """The first that many items per in-domain ability are scored on ``split`` (None: all)."""
+        if isinstance(self.held_out_items, dict):
+            return self.held_out_items[split]
+        return self.held_out_items
 
     @property
     def pretraining_only(self) -> bool:
@@ -513,12 +520,20 @@ def _formulations(key: str, empty: bool):
     return parse
 
 
-def _held_out_items(c: _Check, value) -> int | None:
-    """``all`` (None) or a positive count of items per ability and split."""
+def _held_out_items(c: _Check, value) -> int | dict | None:
+    """``all`` (None) or a positive count of items per ability and split, or a mapping
+    ``{valid: ..., test: ...}`` of those (each split's own; equal ones read as one)."""
+    if isinstance(value, dict):
+        if set(value) != {"valid", "test"}:
+            c.fail("held_out_items", f"expected the keys valid and test, got {sorted(value)}")
+        per_split = {split: _held_out_items(c, value[split]) for split in ("valid", "test")}
+        return per_split["valid"] if per_split["valid"] == per_split["test"] else per_split
     if value == "all":
         return None
     if isinstance(value, list):
-        c.fail("held_out_items", f"expected all or one integer >= 1, got {value!r}")
+        c.fail(
+            "held_out_items", f"expected all, one integer >= 1 or {{valid, test}}, got {value!r}"
+        )
     return c.integer("held_out_items", value)
 
 

@@ -17,7 +17,9 @@ def test_a_model_loads_once_and_a_scored_split_is_read_back_not_redone(monkeypat
     lm = OracleLM(tok, load_items(FIXTURE, "valid") + load_items(FIXTURE, "test"))
     loads = []
     monkeypatch.setattr("doit.models.load_for_inference", lambda *a: loads.append(a) or (lm, tok))
-    grid = SimpleNamespace(eval_batch_size=4, max_new_tokens={"math": 64}, held_out_items=None)
+    grid = SimpleNamespace(
+        eval_batch_size=4, max_new_tokens={"math": 64}, items_scored=lambda split: None
+    )
     first = score_model("m", tmp_path, str(FIXTURE), grid, chat_format="doit", seed=1)
     test, valid = ("test", "letter"), ("valid", "letter")
     assert first[test]["overall"] == 100.0 and first[valid]["n_no_output"] == {}

@@ -143,6 +143,8 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"eval_formulations": ["letters"]}, "eval_formulations"),
         ({"held_out_items": 0}, "held_out_items"),
         ({"held_out_items": [100]}, "held_out_items"),
+        ({"held_out_items": {"valid": 100}}, "held_out_items"),
+        ({"held_out_items": {"valid": 0, "test": "all"}}, "held_out_items"),
     ],
 )
 def test_bad_grids_name_the_file_and_the_key(tmp_path, tiny_base, keys, where):
@@ -369,6 +371,15 @@ def test_held_out_items_is_in_the_id_only_when_not_all(tmp_path, tiny_base):
     assert set(ids(plan(tmp_path, tiny_base, held_out_items=50)).values()).isdisjoint(
         first.values()
     )
+    same = {"valid": 100, "test": 100}  # equal splits read as one count: the same ids
+    assert ids(plan(tmp_path, tiny_base, held_out_items=same)) == first
+    fewer_valid = {"valid": 100, "test": "all"}
+    split_ids = ids(plan(tmp_path, tiny_base, held_out_items=fewer_valid))
+    assert not set(split_ids.values()) & (set(first.values()) | set(every.values()))
+    grid = load_grid(
+        write_grid(tmp_path / "v.yaml", grid_dict(tiny_base, held_out_items=fewer_valid))
+    )
+    assert (grid.items_scored("valid"), grid.items_scored("test")) == (100, None)
 
 
 def test_formulation_is_the_grids_key_not_the_recipes(tmp_path, tiny_base):
@@ -391,3 +402,16 @@ def test_formulation_is_the_grids_key_not_the_recipes(tmp_path, tiny_base):
     }
     with pytest.raises(GridError, match="formulation: only fine-tuning cells use it"):
         load_grid(write_grid(tmp_path / "ladder.yaml", ladder))
+
+
+def test_the_reference_study_grid_parses_with_its_budget_cuts():
+    grid = load_grid(REPO / "studies/micro_reference/grid.yaml")
+    assert [b.name for b in grid.bases] == [
+        "vanilla_xs",
+        "vanilla_s",
+        "vanilla_l",
+        "resformer_s",
+        "svformer_s",
+    ]
+    assert grid.seeds == (0, 1, 2) and grid.formulations == ("text",)
+    assert (grid.items_scored("valid"), grid.items_scored("test")) == (100, None)

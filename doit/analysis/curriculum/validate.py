@@ -134,7 +134,7 @@ def compare(
     from doit.analysis.study import read_study
 
     s = result.options.settings
-    rows = read_study(study, s.formulation, s.cell_formulation, s.formulation_split)
+    rows = read_study(study, s.formulation, s.cell_formulation, s.formulation_split, s.bases)
     table = rows.table[rows.table["construction"] == "mix"]
     table = table.assign(mix=table["mix"].map(policy_of))
     items = [rows.items]

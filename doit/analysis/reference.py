@@ -1,0 +1,274 @@
+"""Grading a reference study against the micro world's levers (issue #30).
+
+A reference study fits its sensitivities and classes over one architecture's size ladder (the
+vanilla bases: ``Settings(bases=...)``) and compares other architectures at one size only in
+paired differences. Given its `Analysis` objects and the corpus's ``ground_truth.json``, this
+module computes what `studies/micro_reference/README.md` reports:
+
+- `dose_recovery`: the Spearman of ``half_rise_n`` with the planted ``dose`` over the
+  learnable abilities (log of both: the same ranks), its interval over the replicates of the
+  half-rise n (items, and seeds where a point has >= 2); a curve (or a replicate's) that is
+  not halfway inside the grid ranks above every n inside it (``beyond_grid``: those points);
+- `classes_decided`: per axis, the abilities whose class is responsive, resistant or harmed;
+- `bounds`: every point's score and every fitted curve's floor and ceiling against the
+  planted floor and ceiling of the formulation (contradicted: the whole 95% interval beyond);
+- `plateaus`: each non-learnable ability's best point against its planted ceiling;
+- `architecture_differences`: per ability and macro, score(other) - score(reference base) at
+  each n and averaged over the trained n, paired over items and seeds (`bootstrap.Counts`);
+- `split_half`: the sensitivities of two disjoint seed sets, standardised difference
+  |a - b| / sqrt(se_a^2 + se_b^2) (se: each half's replicate SD).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from doit.analysis.bootstrap import Estimate, Z, mean_over
+from doit.analysis.features import rank_correlations
+from doit.analysis.sensitivity import AXES, HALF_RISE, HARMED, RESISTANT, RESPONSIVE, reaching
+from doit.analysis.study import StudyRows
+
+DECIDED = (RESPONSIVE, RESISTANT, HARMED)
+MACRO = "macro"
+OVER_N = "mean over n > 0"  # the n column of a difference averaged over the trained n
+
+
+def truth_of(ground_truth: dict, formulation: str) -> pd.DataFrame:
+    """One row per ability: dose, learnable, needs_pretrained_facts and the formulation's
+    floor and ceiling (points), from a ground_truth.json with levers (a KeyError naming the
+    key for an old corpus without them)."""
+    levers, bounds = ground_truth["abilities"], ground_truth["formulations"][formulation]
+    rows = [
+        {
+            "ability": a,
+            "dose": float(v["dose"]),
+            "learnable": bool(v["learnable"]),
+            "needs_pretrained_facts": bool(v["needs_pretrained_facts"]),
+            "floor": float(bounds[a]["floor"]),
+            "ceiling": float(bounds[a]["ceiling"]),
+        }
+        for a, v in levers.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def dose_recovery(curves, truth: pd.DataFrame) -> dict:
+    """Spearman of half_rise_n with dose over the learnable abilities (module docstring):
+    ``spearman``, ``_lo``, ``_hi``, ``abilities`` (those with a fitted data curve), the
+    per-ability ``half_rise`` points (inf: beyond the grid), ``beyond_grid`` and
+    ``replicates`` (how many gave a correlation)."""
+    learnable = truth[truth["learnable"]].set_index("ability")["dose"]
+    points, reps = {}, {}
+    for a in learnable.index:
+        fits = [f for k, f in curves.data.items() if k[0] == a and k[2] == "curated"]
+        point, rep = reaching(fits, HALF_RISE)
+        if fits and rep is not None:  # not halfway inside the grid: beyond it (ranks last)
+            points[a] = np.inf if np.isnan(point) else point
+            reps[a] = np.where(np.isnan(rep), np.inf, rep)
+    out = {"abilities": sorted(points), "half_rise": points}
+    out["beyond_grid"] = sorted(a for a, v in points.items() if np.isinf(v))
+    out.update(spearman=np.nan, spearman_lo=np.nan, spearman_hi=np.nan, replicates=0)
+    dose = learnable[out["abilities"]].to_numpy(float)
+    if len(points) < 3 or len(set(dose)) < 2:
+        return out
+    x = np.array([points[a] for a in out["abilities"]])
+    rho = float(rank_correlations(x[None], dose)[0])  # ranks: log n and log dose alike
+    rep_rho = rank_correlations(np.column_stack([reps[a] for a in out["abilities"]]), dose)
+    lo, hi = Estimate(rho, rep_rho).interval()
+    out.update(spearman=rho, spearman_lo=lo, spearman_hi=hi)
+    out["replicates"] = int(np.isfinite(rep_rho).sum())
+    return out
+
+
+def classes_decided(sensitivity: pd.DataFrame) -> dict:
+    """Per axis: the abilities whose class is decided (responsive, resistant or harmed), and
+    ``of``, how many abilities the table holds."""
+    out = {"of": len(sensitivity)}
+    for axis in AXES:
+        decided = sensitivity[sensitivity[f"{axis}_class"].isin(DECIDED)]
+        out[axis] = sorted(decided["ability"])
+    return out
+
+
+def bounds(counts, fits: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
+    """One row per checked quantity: every point's score (against the ceiling) and every
+    fitted data curve's floor and ceiling (against the planted floor and ceiling), with its
+    95% interval and ``contradicted`` (the whole interval beyond the planted bound)."""
+    planted = truth.set_index("ability")
+    rows = []
+    pts = counts.points
+    for i in range(len(pts)):
+        a = str(pts["ability"].iloc[i])
+        if a not in planted.index:
+            continue
+        point, lo, hi = counts.score(i).ci()
+        rows.append(
+            _bound_row(
+                a,
+                f"score {pts['base'].iloc[i]} n={pts['n_per_ability'].iloc[i]}",
+                "ceiling",
+                planted.loc[a, "ceiling"],
+                point,
+                lo,
+                hi,
+            )
+        )
+    for f in fits[(fits["axis"] == "data") & fits["chosen"].astype(bool)].itertuples():
+        if f.ability not in planted.index:
+            continue
+        what = f"fit {f.base} {f.form}"
+        for bound, col in (("floor", "floor"), ("ceiling", "ceiling")):
+            value = getattr(f, col)
+            lo, hi = getattr(f, f"{col}_lo"), getattr(f, f"{col}_hi")
+            rows.append(
+                _bound_row(f.ability, what, bound, planted.loc[f.ability, bound], value, lo, hi)
+            )
+    return pd.DataFrame(rows)
+
+
+def _bound_row(ability, what, bound, planted, value, lo, hi) -> dict:
+    beyond = hi < planted if bound == "floor" else lo > planted
+    return {
+        "ability": ability,
+        "quantity": what,
+        "bound": bound,
+        "planted": planted,
+        "value": value,
+        "lo": lo,
+        "hi": hi,
+        "contradicted": bool(beyond),
+    }
+
+
+def plateaus(counts, truth: pd.DataFrame, bases) -> pd.DataFrame:
+    """Each non-learnable ability's best point on ``bases`` (by score) against its planted
+    ceiling: ``reached`` (its interval covers the ceiling or lies above), ``exceeded``."""
+    rows = []
+    pts = counts.points
+    for t in truth[~truth["learnable"]].itertuples():
+        mine = np.flatnonzero(
+            ((pts["ability"] == t.ability) & pts["base"].isin(bases)).to_numpy(bool)
+        )
+        if not len(mine):
+            continue
+        best = mine[np.argmax(pts["score"].to_numpy(float)[mine])]
+        point, lo, hi = counts.score(best).ci()
+        rows.append(
+            {
+                "ability": t.ability,
+                "ceiling": t.ceiling,
+                "base": pts["base"].iloc[best],
+                "n": pts["n_per_ability"].iloc[best],
+                "best": point,
+                "lo": lo,
+                "hi": hi,
+                "reached": bool(hi >= t.ceiling),
+                "exceeded": bool(lo > t.ceiling),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def architecture_differences(counts, reference: str, others, ns) -> pd.DataFrame:
+    """score(other) - score(reference) per ability and macro, at each n of ``ns`` and
+    averaged over the n > 0 among them (replicate by replicate), paired over items and seeds
+    (one ``Counts``' draws on both sides). Columns: other, reference, n, ability, diff, lo,
+    hi."""
+    abilities = sorted(counts.points["ability"].unique())
+    rows = []
+    for other in others:
+        per_n = {}
+        for n in ns:
+            per_n[n] = {}
+            for a in abilities:
+                try:
+                    mine = counts.column(a, base=other, n_per_ability=n)
+                    theirs = counts.column(a, base=reference, n_per_ability=n)
+                except KeyError:
+                    continue
+                per_n[n][a] = counts.difference(mine, theirs)
+        trained = [n for n in ns if n > 0]  # an ability missing at one of them: no mean
+        averaged = {
+            a: mean_over({n: per_n[n][a] for n in trained if a in per_n[n]}, trained)
+            for a in abilities
+        }
+        for n, by_ability in [*per_n.items(), (OVER_N, averaged)]:
+            by_ability = {a: e for a, e in by_ability.items() if e is not None}
+            macro = counts.macro(by_ability, abilities)
+            for a, e in [*by_ability.items(), (MACRO, macro)]:
+                if e is None:
+                    continue
+                point, lo, hi = e.ci()
+                rows.append(
+                    {
+                        "other": other,
+                        "reference": reference,
+                        "n": n,
+                        "ability": a,
+                        "diff": point,
+                        "lo": lo,
+                        "hi": hi,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def seed_half(rows: StudyRows, seeds) -> StudyRows:
+    """The study's rows of the cells trained with one of ``seeds`` (untuned cells: those of
+    the seeds too, which score alike)."""
+    keep = set(seeds)
+
+    def mine(t: pd.DataFrame) -> pd.DataFrame:
+        return t[t["seed"].isin(keep)].reset_index(drop=True)
+
+    table, all_rows = mine(rows.table), mine(rows.all_rows)
+    items = rows.items
+    if items is not None:
+        items = items[items["cell"].isin(set(table["cell"]))].reset_index(drop=True)
+    return StudyRows(table, items, all_rows, rows.notes)
+
+
+def split_half(analysis, halves, seed_sd: float | None = None) -> pd.DataFrame:
+    """One row per (ability, axis): each half's sensitivity and SE (replicate SD) and the
+    standardised difference ``z`` = |a - b| / sqrt(se_a^2 + se_b^2); ``agree``: z < 1.96.
+    ``analysis``: the full study's `Analysis`; ``halves``: two disjoint seed sets;
+    ``seed_sd``: the prior a half of one seed draws its seed effects with (`Settings.seed_sd`;
+    e.g. the full study's measured one), else its intervals cover items only."""
+    from doit.analysis.pipeline import Analysis
+
+    settings = analysis.settings if seed_sd is None else replace(analysis.settings, seed_sd=seed_sd)
+    parts = []
+    for seeds in halves:
+        half = Analysis(analysis.source, settings, study=seed_half(analysis.rows, seeds))
+        sens = half.sensitivities
+        parts.append((sens.table.set_index("ability"), sens.replicates))
+    (ta, ra), (tb, rb) = parts
+    rows = []
+    for a in sorted(set(ta.index) & set(tb.index)):
+        for axis in AXES:
+            va, vb = ta.loc[a, f"{axis}_sensitivity"], tb.loc[a, f"{axis}_sensitivity"]
+            sa, sb = (_se(r.get(a, {}).get(axis)) for r in (ra, rb))
+            z = abs(va - vb) / np.hypot(sa, sb) if np.hypot(sa, sb) > 0 else np.nan
+            rows.append(
+                {
+                    "ability": a,
+                    "axis": axis,
+                    "a": va,
+                    "se_a": sa,
+                    "b": vb,
+                    "se_b": sb,
+                    "z": z,
+                    "agree": bool(z < Z) if np.isfinite(z) else False,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _se(reps) -> float:
+    if reps is None:
+        return np.nan
+    finite = np.asarray(reps, float)[np.isfinite(reps)]
+    return float(np.std(finite, ddof=1)) if len(finite) > 1 else np.nan

@@ -1,0 +1,101 @@
+"""The reference study's grading (doit.analysis.reference) on a small planted study: three
+sizes of one architecture, a fourth base of the smallest size standing in for ResFormer,
+three seeds, learnable abilities whose half-rise n grows with a planted dose."""
+
+import numpy as np
+import pytest
+
+from doit.analysis import reference as ref
+from doit.analysis.pipeline import Analysis
+from doit.analysis.settings import Settings, base_names
+from doit.analysis.study import StudyRows
+from doit.analysis.synthetic import Curve, planted_study
+
+LADDER = {"s": 10_000_000, "l": 80_000_000}
+REPLICATES = 40
+NS = (4, 16, 64, 256, 1024)
+OTHER = "vr"  # the same size as s and the same planted curves: its differences are 0
+# ability -> (planted dose, curve): halfway at n = 8, 32, 128 on s (log4 n = -a / b_data)
+LEARNABLE = {
+    "creative_writing": (1, Curve(a=-1.8, b_data=1.2, b_size=0.3)),
+    "code": (3, Curve(a=-3.0, b_data=1.2, b_size=0.3)),
+    "history": (16, Curve(a=-4.2, b_data=1.2, b_size=0.3)),
+}
+FLAT = Curve(a=-4.0, b_data=0.0, b_size=0.0)  # role_play: at chance, under its 50 plateau
+
+
+def truth() -> dict:
+    levers = {a: {"dose": d, "learnable": True} for a, (d, _) in LEARNABLE.items()}
+    levers["role_play"] = {"dose": 5, "learnable": False}
+    for v in levers.values():
+        v["needs_pretrained_facts"] = False
+    bounds = {a: {"floor": 25.0, "ceiling": 100.0} for a in levers}
+    bounds["role_play"]["ceiling"] = 50.0
+    return {"abilities": levers, "formulations": {"text": bounds}}
+
+
+@pytest.fixture(scope="module")
+def study():
+    curves = {a: c for a, (_, c) in LEARNABLE.items()} | {"role_play": FLAT}
+    table, items, _ = planted_study(
+        curves, {**LADDER, OTHER: LADDER["s"]}, NS, 200, 3, epochs=(5.0,), rng=3
+    )
+    return StudyRows(table, items, table, ())
+
+
+def analysis(study, **settings):
+    return Analysis("planted", Settings(replicates=REPLICATES, **settings), study=study)
+
+
+def test_the_base_filter_fits_the_ladder_only_and_names_an_unknown_base(study):
+    from doit.analysis.study import only_bases
+
+    rows, items = only_bases(study.table, study.items, tuple(LADDER), "planted")
+    assert set(rows["base"]) == set(LADDER) and set(items["cell"]) <= set(rows["cell"])
+    with pytest.raises(ValueError, match="planted: --bases: no rows of base"):
+        only_bases(study.table, study.items, ("s", "resformer_s"), "planted")
+    assert base_names("vanilla_xs, vanilla_s") == ("vanilla_xs", "vanilla_s")
+    with pytest.raises(ValueError, match="--bases"):
+        base_names("a,,b")
+
+
+def test_grading_recovers_the_planted_levers(study):
+    ladder = analysis(_ladder(study))
+    planted = ref.truth_of(truth(), "text")
+    dose = ref.dose_recovery(ladder.curves, planted)
+    assert dose["abilities"] == sorted(LEARNABLE) and dose["spearman"] == 1.0
+    assert dose["beyond_grid"] == []
+    h = dose["half_rise"]
+    assert h["creative_writing"] < h["code"] < h["history"]
+    assert dose["spearman_lo"] <= 1.0 == dose["spearman_hi"] and dose["replicates"] == REPLICATES
+    decided = ref.classes_decided(ladder.sensitivity)
+    assert set(LEARNABLE) <= set(decided["data"]) and decided["of"] == 4
+    checks = ref.bounds(ladder.counts, ladder.fits, planted)
+    assert len(checks) and not checks["contradicted"].any()
+    lowered = planted.assign(ceiling=np.where(planted["ability"] == "code", 30.0, 100.0))
+    assert ref.bounds(ladder.counts, ladder.fits, lowered)["contradicted"].any()
+    flat = ref.plateaus(ladder.counts, planted, tuple(LADDER)).set_index("ability")
+    assert not flat.loc["role_play", "reached"] and not flat.loc["role_play", "exceeded"]
+
+
+def test_architecture_differences_are_paired_and_cover_the_planted_zero(study):
+    diffs = ref.architecture_differences(analysis(study).counts, "s", [OTHER], (0, *NS))
+    mean = diffs[diffs["n"] == ref.OVER_N].set_index("ability")
+    assert set(mean.index) == {*LEARNABLE, "role_play", ref.MACRO}
+    assert (mean["lo"] < 0).all() and (mean["hi"] > 0).all()
+    untuned = diffs[(diffs["n"] == 0) & (diffs["ability"] == "code")].iloc[0]
+    assert untuned["lo"] <= untuned["diff"] <= untuned["hi"]
+
+
+@pytest.mark.slow  # ~6 s on 2 cores (50 s under the suite's load): two halves' fits
+def test_split_half_agrees_on_one_planted_world(study):
+    halves = ref.split_half(analysis(_ladder(study)), ({0, 1}, {2}))
+    assert len(halves) == 2 * 4 and np.isfinite(halves["z"]).sum() >= 6
+    assert halves["agree"].mean() >= 0.75  # both halves measure the same curves
+
+
+def _ladder(study):
+    from doit.analysis.study import only_bases
+
+    table, items = only_bases(study.table, study.items, tuple(LADDER), "planted")
+    return StudyRows(table, items, table, ())
