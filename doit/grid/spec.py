@@ -526,11 +526,16 @@ def _held_out_items(c: _Check, value) -> int | dict | None:
     if isinstance(value, dict):
         if set(value) != {"valid", "test"}:
             c.fail("held_out_items", f"expected the keys valid and test, got {sorted(value)}")
-        per_split = {split: _held_out_items(c, value[split]) for split in ("valid", "test")}
+        per_split = {split: _split_items(c, value[split]) for split in ("valid", "test")}
         return per_split["valid"] if per_split["valid"] == per_split["test"] else per_split
+    return _split_items(c, value)
+
+
+def _split_items(c: _Check, value) -> int | None:
+    """One split's ``all`` (None) or positive count."""
     if value == "all":
         return None
-    if isinstance(value, list):
+    if isinstance(value, list | dict):
         c.fail(
             "held_out_items", f"expected all, one integer >= 1 or {{valid, test}}, got {value!r}"
         )

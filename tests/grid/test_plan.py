@@ -145,6 +145,7 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"held_out_items": [100]}, "held_out_items"),
         ({"held_out_items": {"valid": 100}}, "held_out_items"),
         ({"held_out_items": {"valid": 0, "test": "all"}}, "held_out_items"),
+        ({"held_out_items": {"valid": {"valid": 1, "test": 1}, "test": 1}}, "held_out_items"),
     ],
 )
 def test_bad_grids_name_the_file_and_the_key(tmp_path, tiny_base, keys, where):
