@@ -217,12 +217,14 @@ def architecture_differences(counts, reference: str, others, ns) -> pd.DataFrame
 
 
 def seed_half(rows: StudyRows, seeds) -> StudyRows:
-    """The study's rows of the cells trained with one of ``seeds`` (untuned cells: those of
-    the seeds too, which score alike)."""
+    """The study's rows of the cells trained with one of ``seeds``, and every untuned cell
+    (n = 0: no training, so both halves share it; a grid's ``base_seed`` may score it at one
+    seed only)."""
     keep = set(seeds)
 
     def mine(t: pd.DataFrame) -> pd.DataFrame:
-        return t[t["seed"].isin(keep)].reset_index(drop=True)
+        untuned = t["construction"].astype(str) == "base"
+        return t[t["seed"].isin(keep) | untuned].reset_index(drop=True)
 
     table, all_rows = mine(rows.table), mine(rows.all_rows)
     items = rows.items

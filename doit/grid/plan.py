@@ -288,7 +288,8 @@ def expand(grid: Grid, study=None) -> list[Cell]:
         else:
             check_built_as_declared(grid, base)
         bid = base_identity(base)
-        for formulation, seed in itertools.product(grid.formulations, grid.seeds):
+        base_seeds = grid.seeds if grid.base_seeds is None else grid.base_seeds
+        for formulation, seed in itertools.product(grid.formulations, base_seeds):
             ident = {
                 "kind": "base",
                 "base": bid,

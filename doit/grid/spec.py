@@ -130,6 +130,9 @@ class Grid:
     max_new_tokens: dict[str, int] = field(default_factory=dict)  # generated kind -> budget;
     # required with data and explicit for every kind: an untuned base never stops early
     seeds: tuple[int, ...] = (0,)  # training seeds of the fine-tuned (and n = 0) cells
+    base_seeds: tuple[int, ...] | None = None  # the seeds the n = 0 cells are scored at (a
+    # subset of ``seeds``); None: every seed. An untuned base has no training: its seed only
+    # initialises speaker-token rows its tokenizer lacks, so [first seed] saves identical cells
     sample_seeds: tuple[int, ...] = (0,)  # data-draw seeds
     sweep: dict[str, tuple] = field(default_factory=dict)  # recipe key -> values, more axes
     launcher: str = "inprocess"  # inprocess | python | torchrun | deepspeed: how a cell trains
@@ -170,6 +173,7 @@ TOP_KEYS = {
     "bases",
     "data",
     "seed",
+    "base_seed",
     "sample_seed",
     "sft",
     "sweep",
@@ -202,6 +206,7 @@ BASE_KEYS = {
 SFT_KEYS = ("data", "sft", "max_new_tokens")  # present together, or the grid is pretraining-only
 FINE_TUNING_ONLY = (
     "seed",
+    "base_seed",
     "sample_seed",
     "sweep",
     "eval_epochs",
@@ -324,6 +329,9 @@ def parse_grid(raw, path: Path, files: bool = True) -> Grid:
     names = [b.name for b in bases]
     if len(set(names)) != len(names):
         c.fail("bases", f"base names repeat: {names}")
+    seeds, base_seeds = fields.get("seeds", Grid.seeds), fields.get("base_seeds") or ()
+    if set(base_seeds) - set(seeds):
+        c.fail("base_seed", f"{list(base_seeds)}: each must be one of seed {list(seeds)}")
     if given:
         fields["data"] = _data(c, raw["data"], set(names))
         fields["sft"] = _sft(c, raw["sft"])
@@ -551,6 +559,7 @@ def _bases_dir(c: _Check, value) -> str | None:
 # file key -> (Grid field, parser): the keys a grid may leave out (their defaults are Grid's)
 OPTIONAL = {
     "seed": ("seeds", lambda c, v: c.ints("seed", v)),
+    "base_seed": ("base_seeds", lambda c, v: c.ints("base_seed", v)),
     "sample_seed": ("sample_seeds", lambda c, v: c.ints("sample_seed", v)),
     "sweep": ("sweep", _sweep),
     "launcher": ("launcher", lambda c, v: c.choice("launcher", v, LAUNCHERS)),

@@ -142,6 +142,8 @@ def test_running_some_cells_brings_the_pretraining_they_need(tmp_path):
         ({"formulation": ["text", "text"]}, "formulation"),
         ({"eval_formulations": ["letters"]}, "eval_formulations"),
         ({"held_out_items": 0}, "held_out_items"),
+        ({"seed": [0, 1], "base_seed": [2]}, "base_seed"),
+        ({"base_seed": [0, 0]}, "base_seed"),
         ({"held_out_items": [100]}, "held_out_items"),
         ({"held_out_items": {"valid": 100}}, "held_out_items"),
         ({"held_out_items": {"valid": 0, "test": "all"}}, "held_out_items"),
@@ -362,6 +364,14 @@ def test_formulation_is_an_axis_and_in_the_id_only_when_not_letter(tmp_path, tin
     assert scored_too.keys() == letter.keys() and not set(scored_too.values()) & set(
         letter.values()
     )
+
+
+def test_base_seed_plans_the_untuned_cells_at_its_seeds_only(tmp_path, tiny_base):
+    every = ids(plan(tmp_path, tiny_base, seed=[0, 1]))
+    once = ids(plan(tmp_path, tiny_base, seed=[0, 1], base_seed=[0]))
+    assert {"tiny-n0000-s0", "tiny-n0000-s1"} <= every.keys()
+    assert set(every) - set(once) == {"tiny-n0000-s1"}  # the other cells, ids unchanged
+    assert all(once[k] == every[k] for k in once)
 
 
 def test_held_out_items_is_in_the_id_only_when_not_all(tmp_path, tiny_base):
