@@ -9,7 +9,12 @@ three ways, one after another:
 
 - in-process: ``python -m doit.grid run STUDY --threads T`` (every cell in that one process);
 - one process per cell: ``python -m doit.grid run-cell STUDY CELL --threads T``, cell by cell;
-- 2 x 1: ``python -m doit.grid run STUDY --max-parallel 2 --threads 1`` (two workers).
+- 2 x 1: ``python -m doit.grid run STUDY --max-parallel 2 --threads 1`` (two workers, each
+  forked from a server that imported torch and transformers once);
+- 2 x 1, exec: the same with ``DOIT_WORKER_START=exec`` (each worker a new interpreter, as the
+  runner started them before the fork server).
+
+``--modes`` picks some of them (default: all four).
 
 Overhead = the run's wall time minus the cells' own train + score time (each cell's ``train_s``
 plus its ``eval_s`` summed over its scored (epoch, split), which the table repeats on every
@@ -47,10 +52,14 @@ BUDGETS = {"mc": 8, "tf": 8, "multiselect": 8, "cloze": 16, "math": 48}
 OVERRIDES = {"num_train_epochs": 2, "min_steps": 0, "disable_tqdm": True}
 
 
-def call(args: list[str], threads: int, cache: Path, log: Path) -> float:
+MODES = ("in-process", "per-cell", "workers", "workers-exec")
+
+
+def call(args: list[str], threads: int, cache: Path, log: Path, **extra) -> float:
     """Run ``python <args>`` from the repository root; returns its wall seconds."""
     env = {
         **os.environ,
+        **extra,
         "PYTHONPATH": str(REPO),
         "OMP_NUM_THREADS": str(threads),
         "MKL_NUM_THREADS": str(threads),
@@ -141,7 +150,9 @@ def run_mode(mode: str, grid: Path, work: Path, threads: int) -> dict:
             for cid in ids
         )
     else:
-        wall = call([*run, "--max-parallel", "2", "--threads", "1"], 1, cache, log)
+        start = "exec" if mode == "workers-exec" else "forkserver"
+        run += ["--max-parallel", "2", "--threads", "1"]
+        wall = call(run, 1, cache, log, DOIT_WORKER_START=start)
     own = cell_seconds(study)
     if sorted(own.index) != sorted(ids):
         sys.exit(f"{mode}: expected rows of {len(ids)} cells, got {len(own)} (log: {log})")
@@ -165,18 +176,28 @@ def report(rows: list[dict], threads: int) -> None:
         "in-process": f"in-process (1 x {threads})",
         "per-cell": f"process per cell (1 x {threads})",
         "workers": "2 workers x 1 thread",
+        "workers-exec": "2 x 1, exec per cell",
     }
     for r in rows:
         per_min = r["cells"] / r["wall"] * 60
         over = r["wall"] - r["own"]
         cols = f"{over / r['cells']:>17.2f}{100 * over / r['own']:>11.1f}%"
-        if r["mode"] == "workers":  # two cells at a time: wall minus the sum means nothing
+        if r["mode"].startswith("workers"):  # two cells at once: wall minus the sum means nothing
             cols = f"{'-':>17}{'-':>12}"
         print(
             f"{labels[r['mode']]:<28}{r['cells']:>6}{r['wall']:>9.1f}{per_min:>10.2f}"
             f"{r['own']:>15.1f}{cols}{r['load']:>6.1f}"
         )
     by = {r["mode"]: r for r in rows}
+    if "workers" in by and "workers-exec" in by:
+        fork, exe = by["workers"], by["workers-exec"]
+        print(
+            f"\n2 x 1 workers: forked {fork['wall']:.1f} s, exec {exe['wall']:.1f} s "
+            f"({exe['wall'] / fork['wall']:.2f}x; {(exe['wall'] - fork['wall']) / fork['cells']:+.1f}"
+            " s a cell of wall time)"
+        )
+    if not {"in-process", "per-cell", "workers"} <= by.keys():
+        return
     inp, per, wrk = by["in-process"], by["per-cell"], by["workers"]
     pct = 100 * (inp["wall"] - inp["own"]) / inp["own"]
     print(
@@ -208,13 +229,19 @@ def main() -> None:
     )
     p.add_argument("--threads", type=int, default=2, help="threads of the 1 x T runs (cores)")
     p.add_argument("--quick", action="store_true", help="2 cells instead of 4")
+    p.add_argument(
+        "--modes",
+        type=lambda v: [m for m in v.split(",") if m],
+        default=list(MODES),
+        help=f"comma-separated, of {', '.join(MODES)} (default: all)",
+    )
     p.add_argument("--work", type=Path, default=None, help="keep the studies here (default: tmp)")
     a = p.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="bench_grid_"))
     work.mkdir(parents=True, exist_ok=True)
     params = ensure_inputs(a.base.resolve(), a.corpus.resolve(), work)
     grid = write_grid(work / "grid.yaml", a.base, a.corpus, params, a.quick)
-    rows = [run_mode(m, grid, work, a.threads) for m in ("in-process", "per-cell", "workers")]
+    rows = [run_mode(m, grid, work, a.threads) for m in a.modes]
     report(rows, a.threads)
     if a.work is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -4,8 +4,11 @@ Backends:
 - ``local``, ``--max-parallel 1``: every cell in this process, one after another (micro cells
   through the library calls; ``launcher: python|torchrun|deepspeed`` cells train in a
   subprocess and are scored here).
-- ``local``, ``--max-parallel K``: K worker processes at once (``python -m doit.grid run-cell``),
-  each with ``--threads T`` CPU threads and, where there are GPUs, its own ``gpus`` of them.
+- ``local``, ``--max-parallel K``: K worker processes at once, each with ``--threads T`` CPU
+  threads and, where there are GPUs, its own ``gpus`` of them. A worker is forked from a
+  server that imported torch, transformers and doit's training and scoring once
+  (``run_worker``); ``python -m doit.grid run-cell``, a new interpreter a cell, where the
+  platform has no forkserver or with ``DOIT_WORKER_START=exec`` (``bench/grid.py`` compares).
 - ``slurm``: a submitit job array (K = array concurrency) of the same worker function;
   ``submitit-local`` runs that array through submitit's local executor (try a Slurm study here).
 
@@ -258,11 +261,7 @@ def run_workers(
         started, log = time.perf_counter(), cell_dir(study, cid) / "worker.log"
         busy.add(cid)
         try:
-            cmd = [sys.executable, "-m", "doit.grid", "run-cell", str(study), cid]
-            cmd += ["--threads", str(threads)] if threads else []
-            cmd += ["--retry-failed"] if retry_failed else []
-            with log.open("a", encoding="utf-8") as fh:
-                subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
+            run_worker(study, cid, threads, retry_failed, log, env)
         finally:
             busy.discard(cid)
             free.append(slot)
@@ -270,9 +269,73 @@ def run_workers(
         progress.ended(cid, ended, time.perf_counter() - started)
         return cid, ended
 
+    ids = ready_first(study, ids, cells)
     with StudyProgress(study, [cells[c] for c in ids], lambda: sorted(busy)) as progress:
         with ThreadPoolExecutor(len(slots)) as pool:
             return dict(pool.map(one, ids))
+
+
+def ready_first(study, ids: list[str], cells: dict) -> list[str]:
+    """``ids`` with the cells whose base this run still pretrains moved after the others (in
+    order otherwise): a worker that takes such a cell waits for the base, and while one base
+    pretrains the other workers run the cells of bases that exist."""
+    queued = set(ids)
+
+    def waits(cid: str) -> bool:
+        needs = cells[cid].needs
+        return bool(needs) and needs in queued and state(study, cells[needs]) != "done"
+
+    return sorted(ids, key=lambda cid: cells[cid].kind != "pretrain" and waits(cid))
+
+
+# What a worker imports before its cell: forked from a server that imported them once, a
+# worker starts in a fraction of a second instead of paying torch's and transformers' imports
+# (seconds a cell, most of a micro cell's time besides its training and scoring).
+WORKER_PRELOAD = ["doit.grid.cell", "doit.train.sft.trainer", "doit.eval.predict"]
+_server = None  # the fork-server context, started by the first worker
+WORKER_START = "DOIT_WORKER_START"  # env: forkserver (default) | exec (a new interpreter a cell)
+
+
+def run_worker(study, cid: str, threads, retry_failed: bool, log: Path, env: dict) -> None:
+    """One cell in a worker process, its output appended to ``log``: forked from a server
+    that imported ``WORKER_PRELOAD`` (multiprocessing's forkserver) where the platform has
+    one, else ``python -m doit.grid run-cell`` in a new interpreter."""
+    global _server
+    import multiprocessing as mp
+
+    start = os.environ.get(WORKER_START, "forkserver")
+    if start not in ("forkserver", "exec"):
+        raise ValueError(f"{WORKER_START}={start!r}: expected forkserver or exec")
+    if start == "exec" or "forkserver" not in mp.get_all_start_methods():
+        cmd = [sys.executable, "-m", "doit.grid", "run-cell", str(study), cid]
+        cmd += ["--threads", str(threads)] if threads else []
+        cmd += ["--retry-failed"] if retry_failed else []
+        with log.open("a", encoding="utf-8") as fh:
+            subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
+        return
+    if _server is None:
+        _server = mp.get_context("forkserver")
+        _server.set_forkserver_preload(WORKER_PRELOAD)
+    worker = _server.Process(
+        target=_worker_main, args=(str(study), cid, threads, retry_failed, str(log), env)
+    )
+    worker.start()
+    worker.join()
+
+
+def _worker_main(study: str, cid: str, threads, retry_failed: bool, log: str, env: dict):
+    """A forked worker: the runner's environment for it, its output to ``log``, the cell."""
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdout.flush(), sys.stderr.flush()
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1), os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        ended = work_cell(study, cid, threads, retry_failed=retry_failed)
+    finally:
+        sys.stdout.flush(), sys.stderr.flush()
+    sys.exit(0 if ended in ("done", "running") else 1)
 
 
 def run_here(study, ids: list[str], threads: int | None, retry_failed: bool) -> dict:

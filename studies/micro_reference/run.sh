@@ -17,6 +17,8 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 test -f $CORPUS/manifest.json || $PY -m doit.data micro --out $CORPUS   # default --held-out 400
 $PY -m doit.grid plan $HERE/grid.yaml --out $STUDY --replan
 run() { $PY -m doit.grid run $STUDY --max-parallel "$WORKERS" --threads 1 --cells "$1"; }
+run 'pretrain-*'                     # the three new bases: vanilla_l on one worker, the
+                                     # value-residual pair on the other (about as long)
 run 'vanilla_*'                      # the fitted bases first: sensitivities and classes
 run '*former_s-*-s[01]-*'            # the value-residual bases, seeds 0 and 1
 if [ "${ALL_SEEDS:-0}" = 1 ]; then run '*'; fi

@@ -132,3 +132,35 @@ def test_submitit_local_executor_runs_a_two_cell_array(tmp_path, tiny_base, refe
     assert len(got["cell"].unique()) == 2
     pd.testing.assert_frame_equal(got, want, check_exact=False, atol=1e-4)
     assert list((study / "slurm").iterdir())  # submitit's own job folders
+
+
+def test_workers_take_the_cells_of_built_bases_before_those_waiting_for_pretraining(tmp_path):
+    """Two workers, one base to pretrain: the other worker runs the built base's cells
+    meanwhile, instead of waiting for the new base with its first cell."""
+    from doit.grid.plan import Cell
+    from doit.grid.runner import ready_first
+
+    def cell(cid, kind="sft", needs=None):
+        return Cell(
+            id=cid,
+            kind=kind,
+            base=cid.split("-")[0],
+            arch="vanilla",
+            needs=needs,
+            path=str(tmp_path / "runs" / cid),
+        )
+
+    cells = {
+        c.id: c
+        for c in [
+            cell("pretrain-l", "pretrain"),
+            cell("l-n0", needs="pretrain-l"),
+            cell("l-n4", needs="pretrain-l"),
+            cell("s-n0"),
+            cell("s-n4"),
+        ]
+    }
+    order = ready_first(tmp_path / "study", list(cells), cells)
+    assert order == ["pretrain-l", "s-n0", "s-n4", "l-n0", "l-n4"]
+    # a base pretrained elsewhere (not in this run): its cells keep their place
+    assert ready_first(tmp_path / "study", ["l-n0", "s-n0"], cells) == ["l-n0", "s-n0"]
