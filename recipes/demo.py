@@ -37,6 +37,7 @@ SEEDS = (0,)  # one training seed: the curriculum's CI is over items only (the s
 # The grid's leave-one-out cells are on vanilla_xs, the curriculum's target is vanilla_s: their
 # transfer term is not carried across bases (#32), so the demo's curriculum turns it off.
 TRANSFER = "off"
+REPO = Path(__file__).resolve().parents[1]  # the recorded reference study lies under it
 
 
 class Clock:
@@ -173,7 +174,7 @@ def demo(a) -> int:
 
 def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
     """Steps 4 and 5, the report and the summary lines."""
-    from doit.analysis import plots, report, summary
+    from doit.analysis import plots, reference, report, summary
     from doit.analysis.curriculum import outputs, validate
 
     with clock.step("analysis"), logged(log):
@@ -191,8 +192,19 @@ def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
         report.write(analysis, out, figures, section, headline)
     cells = len(analysis.table["cell"].unique())
     said = curriculum_said(result)
+    recorded = reference.read_reference(REPO / reference.REFERENCE_DIR)
+    graded = summary.reference_lines(analysis, recorded, grid.formulations[0])
     return summary.summary_lines(
-        analysis, gain, clock.total, out / "report.html", a.budget, base, len(SEEDS), cells, said
+        analysis,
+        gain,
+        clock.total,
+        out / "report.html",
+        a.budget,
+        base,
+        len(SEEDS),
+        cells,
+        said,
+        graded,
     )
 
 
@@ -244,8 +256,13 @@ def run_curriculum(study: Path, data: Path, out: Path, base: str, budget: int, w
 
 
 def fingerprint(study: Path) -> str:
-    """The study's results table's sha256: the analysis is current while it is unchanged."""
-    return hashlib.sha256((study / "results.csv").read_bytes()).hexdigest()
+    """The sha256 of the study's results table and of the recorded reference study's tables
+    the summary is graded against: the analysis is current while they are unchanged."""
+    digest = hashlib.sha256((study / "results.csv").read_bytes())
+    for name in ("sensitivity.csv", "restricted.csv"):
+        path = REPO / "studies" / "micro_reference" / name
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    return digest.hexdigest()
 
 
 def reuse_summary(out: Path, stamp: str, budget: int) -> list[str] | None:

@@ -16,7 +16,9 @@ module computes what `studies/micro_reference/README.md` reports:
 - `architecture_differences`: per ability and macro, score(other) - score(reference base) at
   each n and averaged over the trained n, paired over items and seeds (`bootstrap.Counts`);
 - `split_half`: the sensitivities of two disjoint seed sets, standardised difference
-  |a - b| / sqrt(se_a^2 + se_b^2) (se: each half's replicate SD).
+  |a - b| / sqrt(se_a^2 + se_b^2) (se: each half's replicate SD; `estimates`, `agreement`);
+- `against_reference`: a smaller study's (the demo's) data classes against the reference's,
+  and its sensitivities against the reference's fits restricted to its bases and n.
 """
 
 from __future__ import annotations
@@ -234,39 +236,77 @@ def seed_half(rows: StudyRows, seeds) -> StudyRows:
 
 
 def split_half(analysis, halves, seed_sd: float | None = None) -> pd.DataFrame:
-    """One row per (ability, axis): each half's sensitivity and SE (replicate SD) and the
-    standardised difference ``z`` = |a - b| / sqrt(se_a^2 + se_b^2); ``agree``: z < 1.96.
-    ``analysis``: the full study's `Analysis`; ``halves``: two disjoint seed sets;
-    ``seed_sd``: the prior a half of one seed draws its seed effects with (`Settings.seed_sd`;
-    e.g. the full study's measured one), else its intervals cover items only."""
+    """`agreement` of the sensitivities of two disjoint seed sets (``halves``) of the study
+    ``analysis`` (its `Analysis`); ``seed_sd``: the prior a half of one seed draws its seed
+    effects with (`Settings.seed_sd`; e.g. the full study's measured one), else its intervals
+    cover items only."""
     from doit.analysis.pipeline import Analysis
 
     settings = analysis.settings if seed_sd is None else replace(analysis.settings, seed_sd=seed_sd)
-    parts = []
-    for seeds in halves:
-        half = Analysis(analysis.source, settings, study=seed_half(analysis.rows, seeds))
-        sens = half.sensitivities
-        parts.append((sens.table.set_index("ability"), sens.replicates))
-    (ta, ra), (tb, rb) = parts
-    rows = []
-    for a in sorted(set(ta.index) & set(tb.index)):
-        for axis in AXES:
-            va, vb = ta.loc[a, f"{axis}_sensitivity"], tb.loc[a, f"{axis}_sensitivity"]
-            sa, sb = (_se(r.get(a, {}).get(axis)) for r in (ra, rb))
-            z = abs(va - vb) / np.hypot(sa, sb) if np.hypot(sa, sb) > 0 else np.nan
-            rows.append(
-                {
-                    "ability": a,
-                    "axis": axis,
-                    "a": va,
-                    "se_a": sa,
-                    "b": vb,
-                    "se_b": sb,
-                    "z": z,
-                    "agree": bool(z < Z) if np.isfinite(z) else False,
-                }
-            )
-    return pd.DataFrame(rows)
+    a, b = (
+        estimates(Analysis(analysis.source, settings, study=seed_half(analysis.rows, seeds)))
+        for seeds in halves
+    )
+    return agreement(a, b)
+
+
+ESTIMATE_COLUMNS = ["ability", "axis", "value", "se", "class"]
+
+
+def estimates(analysis) -> pd.DataFrame:
+    """One row per (ability, axis): the sensitivity (``value``), its SE (the replicate SD:
+    what the analysis's intervals resample) and its class; what `agreement` compares (and
+    `studies/micro_reference/restricted.csv` records)."""
+    sens = analysis.sensitivities
+    table = sens.table.set_index("ability")
+    rows = [
+        {
+            "ability": a,
+            "axis": axis,
+            "value": float(table.loc[a, f"{axis}_sensitivity"]),
+            "se": _se(sens.replicates.get(a, {}).get(axis)),
+            "class": table.loc[a, f"{axis}_class"],
+        }
+        for a in table.index
+        for axis in AXES
+    ]
+    return pd.DataFrame(rows, columns=ESTIMATE_COLUMNS)
+
+
+def agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Two `estimates` tables side by side (the abilities and axes both hold; columns
+    ``value_a``, ``se_a``, ``class_a``, ``value_b``, ...) with the standardised difference
+    ``z`` = |a - b| / sqrt(se_a^2 + se_b^2) and ``agree`` (z < 1.96; False where z is not
+    finite). Two estimates from shared items or trainings are positively correlated, so
+    this z is smaller than with their covariance: a lenient test of agreement."""
+    m = a.merge(b, on=["ability", "axis"], suffixes=("_a", "_b"))
+    se = np.hypot(m["se_a"], m["se_b"])
+    m["z"] = (m["value_a"] - m["value_b"]).abs() / se.where(se > 0)
+    m["agree"] = m["z"] < Z
+    return m.sort_values(["ability", "axis"], ignore_index=True)
+
+
+def against_reference(analysis, classes: pd.DataFrame, restricted: pd.DataFrame) -> dict:
+    """How a smaller study (the demo) agrees with the reference study: ``decided``, the
+    abilities whose data class it decided; ``agree``, those whose class is the reference's
+    (``classes``: the reference's sensitivity.csv); ``fits``, per axis, the abilities whose
+    sensitivity `agreement` says agrees with the reference's fit restricted to the smaller
+    study's bases and n (``restricted``: an `estimates` table), and ``of``, how many were
+    compared on that axis."""
+    own = estimates(analysis)
+    data = own[(own["axis"] == "data") & own["class"].isin(DECIDED)]
+    ref_class = classes.set_index("ability")["data_class"]
+    out = {"decided": sorted(data["ability"])}
+    out["agree"] = sorted(
+        a for a, c in zip(data["ability"], data["class"]) if ref_class.get(a) == c
+    )
+    both = agreement(own, restricted)
+    both = both[np.isfinite(both["z"])]
+    out["fits"] = {
+        ax: sorted(both.loc[both["agree"] & (both["axis"] == ax), "ability"]) for ax in AXES
+    }
+    out["of"] = {ax: int((both["axis"] == ax).sum()) for ax in AXES}
+    return out
 
 
 def _se(reps) -> float:
@@ -274,3 +314,23 @@ def _se(reps) -> float:
         return np.nan
     finite = np.asarray(reps, float)[np.isfinite(reps)]
     return float(np.std(finite, ddof=1)) if len(finite) > 1 else np.nan
+
+
+REFERENCE_DIR = "studies/micro_reference"  # the recorded reference study (the repository's)
+
+
+def read_reference(folder) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The recorded reference study's ``sensitivity.csv`` (its classes) and ``restricted.csv``
+    (`estimates` over the demo's bases), or None where either is missing (not yet run)."""
+    from pathlib import Path
+
+    paths = [Path(folder) / name for name in ("sensitivity.csv", "restricted.csv")]
+    if not all(p.is_file() for p in paths):
+        return None
+    classes, restricted = (pd.read_csv(p) for p in paths)
+    missing = sorted(set(ESTIMATE_COLUMNS) - set(restricted.columns))
+    if missing:
+        raise ValueError(f"{paths[1]}: columns {missing} missing (expected {ESTIMATE_COLUMNS})")
+    if "data_class" not in classes.columns:
+        raise ValueError(f"{paths[0]}: no data_class column")
+    return classes, restricted

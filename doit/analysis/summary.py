@@ -162,6 +162,35 @@ def headline(a, gain=None, budget=None, base=None, seeds: int = 1) -> str:
     return " ".join([*parts, resampled(a.counts)])
 
 
+def reference_lines(a, reference, formulation: str) -> list[str]:
+    """Two lines grading a study (the demo) against the recorded reference study
+    (``reference``: `doit.analysis.reference.read_reference`'s pair; None: one line saying it
+    is not recorded): its data classes against the reference's, its sensitivities against
+    the reference's fits over its own bases and n, and the dose lever it recovered."""
+    from doit.analysis import reference as ref
+
+    if reference is None:
+        return [f"reference study: not recorded ({ref.REFERENCE_DIR}/run.sh records it)"]
+    in_domain = a.sensitivity["ability"].isin(ab.ABILITY_KEYS)
+    graded = ref.against_reference(a, *reference)
+    decided = [x for x in graded["decided"] if x in ab.ABILITY_KEYS]
+    agree = [x for x in graded["agree"] if x in decided]
+    fits = ", ".join(f"{ax} {len(graded['fits'][ax])} of {graded['of'][ax]}" for ax in AXES)
+    lines = [
+        f"against the reference ({ref.REFERENCE_DIR}): data classes decided "
+        f"{len(decided)} of {int(in_domain.sum())}, {len(agree)} as the reference's; "
+        f"sensitivities within 1.96 SE of its fits over these bases: {fits}"
+    ]
+    if a.ground_truth and "dose" in next(iter(a.ground_truth["abilities"].values()), {}):
+        d = ref.dose_recovery(a.curves, ref.truth_of(a.ground_truth, formulation))
+        lines.append(
+            f"dose lever: Spearman of half-rise n with the planted dose "
+            f"{d['spearman']:.2f} [{d['spearman_lo']:.2f}, {d['spearman_hi']:.2f}] over "
+            f"{len(d['abilities'])} learnable abilities"
+        )
+    return lines
+
+
 def summary_lines(
     a,
     gain,
@@ -172,9 +201,11 @@ def summary_lines(
     seeds: int = 1,
     cells: int | None = None,
     curriculum: str = "",
+    graded: list[str] = (),
 ) -> list[str]:
     """At most ten lines for a terminal (`recipes/demo.py`); ``curriculum``: how its
-    curriculum was made, said after its gain."""
+    curriculum was made, said after its gain; ``graded``: `reference_lines`, after the
+    classes."""
     ranked = by_data_sensitivity(a)
     done = f"{cells} cells, " if cells is not None else ""
     lines = [
@@ -191,6 +222,7 @@ def summary_lines(
         lines.append(f"groups: {groups[0]} of {groups[1]} as planted ({groups[2]} undetermined)")
     if len(a.sensitivity):
         lines += [f"{axis} classes: {decisions(a, axis)}" for axis in AXES]
+    lines += list(graded)
     rank = rank_agreement(a)
     if rank:
         lines.append(f"rank agreement with planted_data_rank: {rank}")

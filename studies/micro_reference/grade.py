@@ -7,7 +7,8 @@ write its committed outputs.
 Writes into --out: results.csv.gz and results.items.csv.gz (the study's tables; gunzipped, the
 table pair `doit analysis run results.csv` reads, for re-analysis
 without retraining), sensitivity.csv (fitted over the vanilla bases), differences.csv
-(value-residual - vanilla at s), bounds.csv, plateaus.csv, split_half.csv and grading.json,
+(value-residual - vanilla at s), restricted.csv (the sensitivities, SEs and classes of the fits
+over the demo's bases only, which `make demo` is graded against), bounds.csv, plateaus.csv, split_half.csv and grading.json,
 and prints the issue's "Done when" lines. Cells not run yet are simply absent.
 """
 
@@ -27,6 +28,7 @@ from doit.grid.results import read_items, read_results
 from doit.io import atomic_path, atomic_write_text
 
 VANILLA = ("vanilla_xs", "vanilla_s", "vanilla_l")
+DEMO_BASES = ("vanilla_xs", "vanilla_s")  # recipes/grids/demo.yaml's, at its n (NS)
 REFERENCE, OTHERS = "vanilla_s", ("resformer_s", "svformer_s")
 NS = (0, 4, 16, 64, 256)
 HALVES = ({0, 1}, {2})
@@ -54,6 +56,10 @@ def main(argv=None) -> int:
     write_csv(out / "bounds.csv", checks)
     grading["bounds_contradicted"] = checks[checks["contradicted"]].to_dict("records")
     write_csv(out / "plateaus.csv", ref.plateaus(ladder.counts, truth, VANILLA))
+
+    demo = _have(DEMO_BASES, present)  # the demo's bases and n: what its fits are held to
+    restricted = Analysis(args.study, Settings(replicates=args.replicates, bases=demo))
+    write_csv(out / "restricted.csv", ref.estimates(restricted))
 
     pair_bases = _have((REFERENCE, *OTHERS), present)
     if len(pair_bases) > 1:

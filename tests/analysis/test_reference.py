@@ -99,3 +99,34 @@ def _ladder(study):
 
     table, items = only_bases(study.table, study.items, tuple(LADDER), "planted")
     return StudyRows(table, items, table, ())
+
+
+def test_a_one_seed_study_is_graded_against_the_reference_and_its_restricted_fits(study):
+    """The demo's summary lines against a recorded reference (here: the planted study's three
+    seeds; the graded study: its seed 0). A reference whose fits sit 10 points away agrees
+    with none of them; a missing reference is one line that says so."""
+    from doit.analysis import summary
+
+    ladder = dict(bases=tuple(LADDER))
+    full = analysis(study, **ladder)
+    small = Analysis(
+        "one seed", full.settings, study=ref.seed_half(full.rows, {0}), ground_truth=truth()
+    )
+    restricted = ref.estimates(full)
+    graded = ref.against_reference(small, full.sensitivity, restricted)
+    assert set(graded["agree"]) <= set(graded["decided"])
+    assert graded["of"] == {"data": 4, "size": 4} and len(graded["fits"]["data"]) >= 3
+    shifted = restricted.assign(value=restricted["value"] + 10)
+    assert ref.against_reference(small, full.sensitivity, shifted)["fits"]["data"] == []
+
+    lines = summary.reference_lines(small, (full.sensitivity, restricted), "text")
+    decided, agree = len(graded["decided"]), len(graded["agree"])
+    assert lines[0].startswith(
+        f"against the reference ({ref.REFERENCE_DIR}): data classes "
+        f"decided {decided} of 4, {agree} as the reference's"
+    )
+    assert f"data {len(graded['fits']['data'])} of 4" in lines[0]
+    assert lines[1].startswith("dose lever: Spearman") and "over 3 learnable abilities" in lines[1]
+    assert summary.reference_lines(small, None, "text")[0].startswith(
+        "reference study: not recorded"
+    )
