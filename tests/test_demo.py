@@ -126,6 +126,8 @@ def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(tmp_path, micro_dir
     summary = printed.split("[5/5] curriculum: ")[1].splitlines()[1:]
     assert 3 <= len(summary) <= 10 and summary[-1].startswith("report: ")
     assert summary[0].startswith("study: synthetic micro DoIT (not DoIT)")
+    graded = [x for x in summary if x.startswith(("against the reference", "reference study: "))]
+    assert len(graded) == 1, summary  # graded against studies/micro_reference, or said not to be
 
     study, out = tmp_path / "study", tmp_path / "study" / "analysis"
     results = pd.read_csv(study / "results.csv")
