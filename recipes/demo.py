@@ -258,9 +258,11 @@ def run_curriculum(study: Path, data: Path, out: Path, base: str, budget: int, w
 def fingerprint(study: Path) -> str:
     """The sha256 of the study's results table and of the recorded reference study's tables
     the summary is graded against: the analysis is current while they are unchanged."""
+    from doit.analysis.reference import REFERENCE_DIR, REFERENCE_FILES
+
     digest = hashlib.sha256((study / "results.csv").read_bytes())
-    for name in ("sensitivity.csv", "restricted.csv"):
-        path = REPO / "studies" / "micro_reference" / name
+    for name in REFERENCE_FILES:
+        path = REPO / REFERENCE_DIR / name
         digest.update(path.read_bytes() if path.is_file() else b"-")
     return digest.hexdigest()
 

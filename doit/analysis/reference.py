@@ -32,6 +32,7 @@ from doit.analysis.bootstrap import Estimate, Z, mean_over
 from doit.analysis.features import rank_correlations
 from doit.analysis.sensitivity import AXES, HALF_RISE, HARMED, RESISTANT, RESPONSIVE, reaching
 from doit.analysis.study import StudyRows
+from doit.data import abilities as ab
 
 DECIDED = (RESPONSIVE, RESISTANT, HARMED)
 MACRO = "macro"
@@ -288,13 +289,14 @@ def agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
 
 def against_reference(analysis, classes: pd.DataFrame, restricted: pd.DataFrame) -> dict:
     """How a smaller study (the demo) agrees with the reference study: ``decided``, the
-    abilities whose data class it decided; ``agree``, those whose class is the reference's
+    in-domain abilities whose data class it decided; ``agree``, those whose class is the reference's
     (``classes``: the reference's sensitivity.csv); ``fits``, per axis, the abilities whose
     sensitivity `agreement` says agrees with the reference's fit restricted to the smaller
     study's bases and n (``restricted``: an `estimates` table), and ``of``, how many were
     compared on that axis."""
     own = estimates(analysis)
     data = own[(own["axis"] == "data") & own["class"].isin(DECIDED)]
+    data = data[data["ability"].isin(ab.ABILITY_KEYS)]  # the ten, not the C-Eval sets
     ref_class = classes.set_index("ability")["data_class"]
     out = {"decided": sorted(data["ability"])}
     out["agree"] = sorted(
@@ -317,6 +319,7 @@ def _se(reps) -> float:
 
 
 REFERENCE_DIR = "studies/micro_reference"  # the recorded reference study (the repository's)
+REFERENCE_FILES = ("sensitivity.csv", "restricted.csv")  # what a smaller study is graded against
 
 
 def read_reference(folder) -> tuple[pd.DataFrame, pd.DataFrame] | None:
@@ -324,7 +327,7 @@ def read_reference(folder) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     (`estimates` over the demo's bases), or None where either is missing (not yet run)."""
     from pathlib import Path
 
-    paths = [Path(folder) / name for name in ("sensitivity.csv", "restricted.csv")]
+    paths = [Path(folder) / name for name in REFERENCE_FILES]
     if not all(p.is_file() for p in paths):
         return None
     classes, restricted = (pd.read_csv(p) for p in paths)

@@ -173,8 +173,7 @@ def reference_lines(a, reference, formulation: str) -> list[str]:
         return [f"reference study: not recorded ({ref.REFERENCE_DIR}/run.sh records it)"]
     in_domain = a.sensitivity["ability"].isin(ab.ABILITY_KEYS)
     graded = ref.against_reference(a, *reference)
-    decided = [x for x in graded["decided"] if x in ab.ABILITY_KEYS]
-    agree = [x for x in graded["agree"] if x in decided]
+    decided, agree = graded["decided"], graded["agree"]
     fits = ", ".join(f"{ax} {len(graded['fits'][ax])} of {graded['of'][ax]}" for ax in AXES)
     lines = [
         f"against the reference ({ref.REFERENCE_DIR}): data classes decided "

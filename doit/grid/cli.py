@@ -132,10 +132,9 @@ def cmd_table(a) -> int:
 
 
 def cmd_run_cell(a) -> int:
-    from doit.grid.runner import work_cell
+    from doit.grid.runner import exit_status, work_cell
 
-    ended = work_cell(a.study, a.cell, a.threads, retry_failed=a.retry_failed)
-    return 0 if ended in ("done", "running") else 1
+    return exit_status(work_cell(a.study, a.cell, a.threads, retry_failed=a.retry_failed))
 
 
 def build_parser() -> ArgumentParser:

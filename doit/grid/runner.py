@@ -285,7 +285,7 @@ def ready_first(study, ids: list[str], cells: dict) -> list[str]:
         needs = cells[cid].needs
         return bool(needs) and needs in queued and state(study, cells[needs]) != "done"
 
-    return sorted(ids, key=lambda cid: cells[cid].kind != "pretrain" and waits(cid))
+    return sorted(ids, key=waits)
 
 
 # What a worker imports before its cell: forked from a server that imported them once, a
@@ -335,7 +335,12 @@ def _worker_main(study: str, cid: str, threads, retry_failed: bool, log: str, en
         ended = work_cell(study, cid, threads, retry_failed=retry_failed)
     finally:
         sys.stdout.flush(), sys.stderr.flush()
-    sys.exit(0 if ended in ("done", "running") else 1)
+    sys.exit(exit_status(ended))
+
+
+def exit_status(ended: str) -> int:
+    """A worker's exit status for its cell's final state: 0 done (or run by another), else 1."""
+    return 0 if ended in ("done", "running") else 1
 
 
 def run_here(study, ids: list[str], threads: int | None, retry_failed: bool) -> dict:
