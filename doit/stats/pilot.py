@@ -10,7 +10,12 @@ analysis its checkpoint rule):
   scored (`variance.item_correlation`);
 - ``seed_sd``: the bootstrap's seed component (`variance.item_moments`,
   `variance.pooled_seed_variance`) over the points with >= 2 seeds; a pilot without such a
-  point takes the prior ``seed_sd`` and says so (``seed_source``).
+  point takes the prior ``seed_sd`` and says so (``seed_source``);
+- ``design_effect``: where the pilot's per-item rows carry a ``cluster`` shared by several items
+  (the micro corpus's knowledge items ask one fact in several forms), the items' design effect
+  measured on its cells (`variance.design_effect`); elsewhere the caller's value
+  (``design_source``). Unpriced, the reference study's clustered abilities came out with
+  predicted SEs of 0.36-0.45 of the measured ones (studies/power/README.md).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from doit.stats.variance import (
     item_moments,
     pooled_seed_variance,
 )
+from doit.stats.variance import design_effect as measured_design_effect
 
 
 class PilotError(ValueError):
@@ -71,7 +77,10 @@ def pilot_inputs(
     out = {}
     for ability, block in trained.groupby("ability", sort=True):
         block = block.reset_index(drop=True)
-        correct, present = _item_matrix(block, mine[mine["ability"] == ability], name, ability)
+        correct, present, clusters = _item_matrix(
+            block, mine[mine["ability"] == ability], name, ability
+        )
+        clustered = len(np.unique(clusters)) < len(clusters)
         shared = present.all(0)
         corr = item_correlation(correct[:, shared]) if shared.sum() >= 2 else np.nan
         points = block.groupby(["base", "n_per_ability"], sort=True)
@@ -84,7 +93,9 @@ def pilot_inputs(
             score=float(np.clip(np.mean(list(scores.values())), 0.5, 99.5)),
             item_corr=float(np.clip(np.nan_to_num(corr), 0.0, 0.99)),
             seed_sd=SEED_SD_PRIOR if sd is None else sd,
-            design_effect=design_effect,
+            design_effect=measured_design_effect(correct, present, clusters)
+            if clustered
+            else design_effect,
             scores=scores,
         )
         out[ability] = (
@@ -94,13 +105,15 @@ def pilot_inputs(
                 "cells": len(block),
                 "seed_source": "pilot" if measured else "prior",
                 "seed_df": df,
+                "design_source": "pilot" if clustered else "given",
             },
         )
     return out
 
 
 def _item_matrix(block: pd.DataFrame, items: pd.DataFrame, name: str, ability: str):
-    """(correct, present), cells x items, of ``block``'s cells at their rows' epochs."""
+    """(correct, present, clusters): cells x items outcomes of ``block``'s cells at their rows'
+    epochs, and each item's cluster (its ``cluster`` key, or the item alone)."""
     keys = block[["cell", "epoch"]].assign(row=np.arange(len(block)))
     keys = keys.astype({"cell": str, "epoch": float})
     mine = items.astype({"cell": str, "epoch": float}).merge(keys, on=["cell", "epoch"])
@@ -112,4 +125,8 @@ def _item_matrix(block: pd.DataFrame, items: pd.DataFrame, name: str, ability: s
     rows = mine["row"].to_numpy()
     correct[rows, codes] = mine["correct"].fillna(False).to_numpy(dtype=float)
     present[rows, codes] = True
-    return correct, present
+    clusters = np.array([f"item {c}" for c in range(correct.shape[1])], dtype=object)
+    if "cluster" in mine:
+        shared = mine[["cluster"]].assign(code=codes).dropna().drop_duplicates("code")
+        clusters[shared["code"].to_numpy()] = shared["cluster"].astype(str).to_numpy()
+    return correct, present, clusters

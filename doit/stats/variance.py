@@ -192,6 +192,26 @@ def item_correlation(correct: np.ndarray) -> float:
     return float(r[~np.eye(len(y), dtype=bool)].mean())
 
 
+def design_effect(correct: np.ndarray, present: np.ndarray, clusters: np.ndarray) -> float:
+    """The items' design effect measured on cells x items outcomes: per cell, the variance of
+    its mean score with clusters resampled over that with items resampled (the clustered SE
+    squared over the independent one, Miller 2024), the median over cells that vary; at least
+    1. ``clusters`` labels each item (items alone in theirs are independent)."""
+    ratios = []
+    for y, seen in zip(np.asarray(correct, float), np.asarray(present, bool)):
+        y, c = y[seen], np.asarray(clusters)[seen]
+        n = len(y)
+        if n < 2 or y.std() == 0:
+            continue
+        labels, code = np.unique(c, return_inverse=True)
+        if len(labels) < 2:
+            continue
+        sums, counts = np.bincount(code, y), np.bincount(code)
+        between = len(labels) / (len(labels) - 1) * ((sums - counts * y.mean()) ** 2).sum() / n**2
+        ratios.append(between / (y.var(ddof=1) / n))
+    return float(max(np.median(ratios), 1.0)) if ratios else 1.0
+
+
 def item_moments(groups, correct: np.ndarray, present: np.ndarray) -> np.ndarray:
     """Per point of >= 2 seeds (``groups``: each point's cell rows), on the items all its seeds
     scored: s - 1, B (the seeds' score variance, ddof 1), W (the item-outcome part, within

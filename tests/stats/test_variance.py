@@ -4,6 +4,7 @@ bootstrap on a planted world."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from doit.stats import variance as V
@@ -88,3 +89,38 @@ def test_the_models_se_is_the_bootstraps_on_a_planted_world(design):
     ]
     assert 0.75 < min(ratios) and max(ratios) < 1.25, np.round(ratios, 2)
     assert np.median(ratios) == pytest.approx(1.0, abs=0.1)
+
+
+def test_the_design_effect_of_clustered_items_is_one_plus_m_minus_one_icc():
+    """Clusters of 4 items whose shared probability is 0.1 or 0.9 (ICC 0.64) have a design
+    effect of 1 + 3 x 0.64 = 2.92; the same outcomes labelled as independent items have 1."""
+    rng = np.random.default_rng(0)
+    p = np.repeat(rng.choice([0.1, 0.9], size=(30, 150)), 4, axis=1)  # 30 cells x 600 items
+    correct = (rng.random(p.shape) < p).astype(float)
+    present = np.ones_like(correct, dtype=bool)
+    clusters = np.repeat(np.arange(150), 4)
+    assert V.design_effect(correct, present, clusters) == pytest.approx(2.92, rel=0.15)
+    assert V.design_effect(correct, present, np.arange(600)) == pytest.approx(1.0, abs=0.1)
+
+
+def test_a_pilot_with_clustered_items_measures_their_design_effect():
+    """Pairs of items that share a cluster and one outcome (in every cell) double biology's
+    item variance: the pilot measures a design effect near 2 there and says so; an ability
+    without clusters keeps the caller's value."""
+    from doit.analysis import synthetic as syn
+    from doit.analysis.select import select_checkpoints
+    from doit.stats.pilot import pilot_inputs
+
+    world = syn.planted_world("a", seed_sd=0.0, rng=3)
+    items = world.items.copy()
+    bio = (items["ability"] == "biology").to_numpy()
+    pair = items["idx"].to_numpy() // 2
+    items["cluster"] = np.where(bio, "fact " + pd.Series(pair).astype(str), None)
+    first = items[bio & (items["idx"] % 2 == 0)].set_index(["cell", "epoch", "split", "idx"])
+    key = pd.MultiIndex.from_arrays([items["cell"], items["epoch"], items["split"], pair * 2])
+    items.loc[bio, "correct"] = first["correct"].reindex(key).to_numpy()[bio]
+    rows = select_checkpoints(world.table, rule="last")
+    inputs = pilot_inputs(rows, items, "planted", seed_sd=0.2, design_effect=1.3)
+    biology, info = inputs["biology"]
+    assert info["design_source"] == "pilot" and biology.design_effect == pytest.approx(2, rel=0.2)
+    assert inputs["code"][1]["design_source"] == "given" and inputs["code"][0].design_effect == 1.3
