@@ -208,7 +208,7 @@ def check_idx(record: dict[str, Any], c: _Checker, default: int) -> int | None:
     if idx is None:
         return default
     if isinstance(idx, bool) or not (
-        isinstance(idx, int) or (isinstance(idx, str) and idx.strip().isdigit())
+        isinstance(idx, int) or (isinstance(idx, str) and idx.strip().isdecimal())
     ):
         c.error("idx", f"must be an integer, got {idx!r}")
         return None

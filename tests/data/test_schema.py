@@ -291,3 +291,21 @@ def test_an_optional_cluster_rides_on_the_item_and_back_to_the_record():
     assert plain["cluster"] is None and "cluster" not in to_record(plain)
     for bad in (42, ""):
         assert [f for f, _ in errors({**rec, "cluster": bad})] == ["cluster"]
+
+
+@pytest.mark.parametrize("idx", ["²", "x1", "1.5"])
+def test_an_idx_that_is_no_integer_is_a_located_error(idx):
+    """'²' passes str.isdigit but not int(): it was a traceback (hypothesis found it)."""
+    rec = {
+        "messages": [
+            {"role": "user", "content": "Q\nA. a\nB. b\nC. c\nD. d"},
+            {"role": "assistant", "content": "B"},
+        ],
+        "idx": idx,
+        "type": "biology",
+        "question_format": 0,
+    }
+    item, problems = parse(rec, hint="biology")
+    assert item is None and any(
+        "idx" in str(p) and "must be an integer" in str(p) for p in problems
+    )
