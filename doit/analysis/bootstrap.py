@@ -59,7 +59,7 @@ from scipy.stats import norm
 
 from doit.data import macro as macro_rule
 from doit.stats.power import LEVEL, Z, z_score  # noqa: F401  (the interval level's owner)
-from doit.stats.variance import item_moments, pooled_seed_variance
+from doit.stats.variance import item_clusters, item_moments, pooled_seed_variance
 
 POINT = ["base", "params", "construction", "mix", "n_per_ability", "n_total", "excluded_ability"]
 REPLICATES = 1000  # bootstrap replicates unless asked otherwise (every analysis command's default)
@@ -487,23 +487,9 @@ def _paired(block, items, ability, splits, replicates, rng):
     if missing.any():
         cells = ", ".join(block.loc[missing, "cell"].astype(str)[:3])
         raise ValueError(f"per-item rows are missing for {ability} in cell(s) {cells}")
-    weights = _item_weights(_clusters(mine, codes, n), replicates, rng)
+    weights = _item_weights(item_clusters(mine, codes, n), replicates, rng)
     moments = item_moments(_seed_groups(block), correct, present)
     return weights @ correct.T, weights @ present.T, correct.sum(1), present.sum(1), moments
-
-
-def _clusters(mine: pd.DataFrame, codes: np.ndarray, n: int) -> np.ndarray:
-    """Each item code's cluster (n,): items whose rows carry one ``cluster`` share it (within
-    a split), every other item is its own; numbered in item order, so without clusters item
-    j is cluster j."""
-    label = np.empty(n, dtype=object)
-    if "cluster" in mine:
-        named = mine["cluster"].astype("string")
-        label[codes] = np.where(
-            named.notna(), "c:" + mine["split"].astype(str) + ":" + named.fillna(""), None
-        )
-    label = [f"i:{j}" if v is None else v for j, v in enumerate(label)]
-    return pd.factorize(np.array(label, dtype=object))[0]
 
 
 def _item_weights(cluster: np.ndarray, replicates: int, rng) -> np.ndarray:

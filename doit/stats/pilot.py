@@ -15,7 +15,7 @@ analysis its checkpoint rule):
   (the micro corpus's knowledge items ask one fact in several forms), the items' design effect
   measured on its cells (`variance.design_effect`); elsewhere the caller's value
   (``design_source``). Unpriced, the reference study's clustered abilities came out with
-  predicted SEs of 0.36-0.45 of the measured ones (studies/power/README.md).
+  predicted SEs of 0.36-0.68 of the measured ones (studies/power/README.md).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pandas as pd
 from doit.stats.variance import (
     SEED_SD_PRIOR,
     Inputs,
+    item_clusters,
     item_correlation,
     item_moments,
     pooled_seed_variance,
@@ -125,8 +126,4 @@ def _item_matrix(block: pd.DataFrame, items: pd.DataFrame, name: str, ability: s
     rows = mine["row"].to_numpy()
     correct[rows, codes] = mine["correct"].fillna(False).to_numpy(dtype=float)
     present[rows, codes] = True
-    clusters = np.array([f"item {c}" for c in range(correct.shape[1])], dtype=object)
-    if "cluster" in mine:
-        shared = mine[["cluster"]].assign(code=codes).dropna().drop_duplicates("code")
-        clusters[shared["code"].to_numpy()] = shared["cluster"].astype(str).to_numpy()
-    return correct, present, clusters
+    return correct, present, item_clusters(mine, codes, correct.shape[1])

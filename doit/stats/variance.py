@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 PER_4X, PER_DOUBLING = 4.0, 2.0  # the sensitivities' log bases (doit.analysis.sensitivity)
 SCORE_PRIOR = 50.0  # points: the score level a prior plans at (the largest binomial variance)
@@ -192,11 +193,25 @@ def item_correlation(correct: np.ndarray) -> float:
     return float(r[~np.eye(len(y), dtype=bool)].mean())
 
 
+def item_clusters(mine: pd.DataFrame, codes: np.ndarray, n: int) -> np.ndarray:
+    """Each item code's cluster (n,): items whose rows carry one ``cluster`` share it (within
+    a split), every other item is its own; numbered in item order, so without clusters item
+    j is cluster j."""
+    label = np.empty(n, dtype=object)
+    if "cluster" in mine:
+        named = mine["cluster"].astype("string")
+        label[codes] = np.where(
+            named.notna(), "c:" + mine["split"].astype(str) + ":" + named.fillna(""), None
+        )
+    label = [f"i:{j}" if v is None else v for j, v in enumerate(label)]
+    return pd.factorize(np.array(label, dtype=object))[0]
+
+
 def design_effect(correct: np.ndarray, present: np.ndarray, clusters: np.ndarray) -> float:
     """The items' design effect measured on cells x items outcomes: per cell, the variance of
     its mean score with clusters resampled over that with items resampled (the clustered SE
     squared over the independent one, Miller 2024), the median over cells that vary; at least
-    1. ``clusters`` labels each item (items alone in theirs are independent)."""
+    1. ``clusters`` labels each item (`item_clusters`: items alone in theirs are independent)."""
     ratios = []
     for y, seen in zip(np.asarray(correct, float), np.asarray(present, bool)):
         y, c = y[seen], np.asarray(clusters)[seen]
