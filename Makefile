@@ -35,12 +35,19 @@ check-cxx:
 demo: $(VENV)/.installed check-cxx
 	$(PY) recipes/demo.py --data $(DEMO_DIR) --grid $(DEMO_GRID) --study $(DEMO_STUDY)
 
+# DeepSpeed compiles its CPU shared-memory collectives op on first use (DeepSpeed's CPU ranks
+# use it): about 50 s and both cores on this machine. Built here once per venv, like an
+# install step, rather than inside whichever test first starts two DeepSpeed ranks.
+DS_SHM_OP := $(TORCH_EXTENSIONS_DIR)/deepspeed_shm_comm/deepspeed_shm_comm.so
+$(DS_SHM_OP): $(VENV)/.installed | check-cxx
+	$(PY) -c "from deepspeed.comm.torch import build_shm_op; build_shm_op()"
+
 # The tests on two xdist workers, one torch thread each; the tests that start processes of their
 # own (worker pools, two ranks, the demo) share one worker group (tests/conftest.py, POOLS).
-test: $(VENV)/.installed check-cxx
+test: $(VENV)/.installed check-cxx $(DS_SHM_OP)
 	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
 
-test-fast: $(VENV)/.installed check-cxx
+test-fast: $(VENV)/.installed check-cxx $(DS_SHM_OP)
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow" --durations=10
 
 # Pretrain the micro base ladder (vanilla/resformer/svformer x sizes xs, s, l: the grid

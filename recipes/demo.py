@@ -80,7 +80,10 @@ def parse_args(argv=None):
     p.add_argument("--workers", type=at_least(1), default=2, help="cells at once (one thread each)")
     p.add_argument("--budget", type=at_least(1), default=CURRICULUM_BUDGET, help="curriculum items")
     p.add_argument(
-        "--replicates", type=at_least(1), default=REPLICATES, help="bootstrap replicates"
+        "--replicates",
+        type=at_least(1),
+        default=REPLICATES,
+        help="bootstrap replicates of the analysis and of the curriculum's fits",
     )
     return p.parse_args(argv)
 
@@ -183,7 +186,7 @@ def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
     base = grid.bases[-1].name  # the larger base: the grids list them smallest first
     with clock.step("curriculum"), logged(log):
         result, tables = run_curriculum(
-            a.study, a.data, out / "curriculum", base, a.budget, a.workers
+            a.study, a.data, out / "curriculum", base, a.budget, a.workers, a.replicates
         )
         gain = summary.curriculum_gain(tables["differences"])
         png = out / "curriculum" / "figures" / "curriculum.png"  # drawn by curriculum.write
@@ -239,14 +242,26 @@ def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
     return analysis
 
 
-def run_curriculum(study: Path, data: Path, out: Path, base: str, budget: int, workers: int):
-    """marginal vs uniform at ``budget`` items on ``base``: fitted on valid, written, the
-    marginal mix trained (uniform reuses the grid's cell), both compared on test."""
+def run_curriculum(
+    study: Path, data: Path, out: Path, base: str, budget: int, workers: int, replicates: int
+):
+    """marginal vs uniform at ``budget`` items on ``base``: fitted on valid with ``replicates``
+    bootstrap replicates (the analysis's), written, the marginal mix trained (uniform reuses
+    the grid's cell), both compared on test."""
+    from dataclasses import replace
+
     from doit.analysis import curriculum as cur
     from doit.analysis.curriculum import validate
+    from doit.analysis.curriculum.options import SETTINGS
 
+    settings = replace(SETTINGS, replicates=replicates)
     options = cur.Options(
-        budget=budget, policies=("marginal",), base=base, data=str(data), transfer=TRANSFER
+        budget=budget,
+        policies=("marginal",),
+        base=base,
+        data=str(data),
+        transfer=TRANSFER,
+        settings=settings,
     )
     result = cur.make(str(study), options)
     cur.write(result, out)
