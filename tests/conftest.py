@@ -20,6 +20,16 @@ MICRO_SEED = 0
 POOLS = pytest.mark.xdist_group("pools")  # tests whose own processes would compete
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup`` a test without a group joins its module's, so that a module's
+    fixtures and caches are built on one worker (spread test by test, every worker that ran
+    one of its tests built them again)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["OMP_NUM_THREADS"] = "1"
