@@ -163,11 +163,11 @@ def demo(a) -> int:
         )
         return 1
     out = a.study / "analysis"
-    stamp = fingerprint(a.study)
-    lines = reuse_summary(out, stamp, a.budget)
+    stamp, asked = fingerprint(a.study), {"budget": a.budget, "replicates": a.replicates}
+    lines = reuse_summary(out, stamp, asked)
     if lines is None:
         lines = analyse(a, grid, clock, log, out)
-        save_summary(out, stamp, a.budget, lines)
+        save_summary(out, stamp, asked, lines)
     else:
         print("    analysis and curriculum: up to date with the study's results (reused)")
         lines[0] += f"; this run {clock.total / 60:.1f} min"
@@ -282,8 +282,9 @@ def fingerprint(study: Path) -> str:
     return digest.hexdigest()
 
 
-def reuse_summary(out: Path, stamp: str, budget: int) -> list[str] | None:
-    """The summary of an earlier run on the same results and budget, or None."""
+def reuse_summary(out: Path, stamp: str, asked: dict) -> list[str] | None:
+    """The summary of an earlier run on the same results and the same ``asked`` (the flags
+    the analysis and the curriculum read: budget, replicates), or None."""
     path = out / "summary.json"
     if not (path.is_file() and (out / "report.html").is_file()):
         return None
@@ -293,18 +294,18 @@ def reuse_summary(out: Path, stamp: str, budget: int) -> list[str] | None:
         kept = read_json(path)
     except JsonError:  # a cut or edited summary: analyse again
         return None
-    same = kept.get("results_sha256") == stamp and kept.get("budget") == budget
+    same = kept.get("results_sha256") == stamp and all(kept.get(k) == v for k, v in asked.items())
     if not same:
         return None
     here = f"report: {out / 'report.html'}"  # a copied study's, not the one it was copied from
     return [here if line.startswith("report: ") else line for line in kept["lines"]]
 
 
-def save_summary(out: Path, stamp: str, budget: int, lines: list[str]) -> None:
+def save_summary(out: Path, stamp: str, asked: dict, lines: list[str]) -> None:
     from doit.io import atomic_write_text, write_json
 
     atomic_write_text(out / "summary.txt", "\n".join(lines) + "\n")
-    write_json(out / "summary.json", {"results_sha256": stamp, "budget": budget, "lines": lines})
+    write_json(out / "summary.json", {"results_sha256": stamp, **asked, "lines": lines})
 
 
 if __name__ == "__main__":

@@ -1397,9 +1397,12 @@ def test_a_copied_demo_study_reports_its_own_report_path(tmp_path):
     out = tmp_path / "a" / "analysis"
     out.mkdir(parents=True)
     (out / "report.html").write_text("<html></html>")
-    demo.save_summary(out, "sha", 40, ["found", f"report: {out / 'report.html'}"])
+    asked = {"budget": 40, "replicates": 100}
+    demo.save_summary(out, "sha", asked, ["found", f"report: {out / 'report.html'}"])
     copy = Path(shutil.copytree(tmp_path / "a", tmp_path / "b")) / "analysis"
-    assert demo.reuse_summary(copy, "sha", 40) == ["found", f"report: {copy / 'report.html'}"]
+    assert demo.reuse_summary(copy, "sha", asked) == ["found", f"report: {copy / 'report.html'}"]
+    for other in ({"budget": 40, "replicates": 200}, {"budget": 80, "replicates": 100}):
+        assert demo.reuse_summary(copy, "sha", other) is None  # asked otherwise: analysed again
 
 
 @pytest.mark.parametrize("flag", ["--budget", "--replicates", "--workers"])
