@@ -4,7 +4,8 @@ corpus (seed 0), and ``tiny_base``, a random 2-layer Llama base (``tests.tiny.ma
 Under ``pytest -n 2`` (``make test``) each xdist worker runs one torch thread, and its
 subprocesses inherit OMP_NUM_THREADS=1, so two workers fill two cores without oversubscribing
 them. Tests that start processes of their own (worker pools, two ranks, the demo) carry
-``POOLS``: ``--dist loadgroup`` runs them one after another on one worker."""
+``POOLS``: ``--dist loadgroup`` runs them one after another on one worker. Every other test
+runs in its module's group (``pytest_collection_modifyitems``), so module fixtures are built once."""
 
 from __future__ import annotations
 
