@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +76,30 @@ def run_recipe(launcher: list[str], argv: list[str], cache: Path, timeout=300, c
             f"{' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+def run_in_process(argv: list[str], cache: Path) -> subprocess.CompletedProcess:
+    """``recipes/sft.py argv`` as this process's call of its ``main`` (what a start decides, and
+    training, without the ~10 s of imports a new process pays): its exit code, and on stderr
+    what it printed there and doit's log lines. The environment is ``env_for``'s, for the call."""
+    from doit.train.sft import main
+
+    lines, out = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(lines)
+    handler.setFormatter(logging.Formatter("doit: %(message)s"))
+    logger, sigterm = logging.getLogger("doit"), signal.getsignal(signal.SIGTERM)
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in env_for(cache).items():
+            env.setenv(key, value)
+        env.delenv("WORLD_SIZE", raising=False)
+        logger.addHandler(handler)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(lines):
+                code = main(argv)
+        finally:
+            logger.removeHandler(handler)
+            signal.signal(signal.SIGTERM, sigterm)  # main's handler is a rank's, not pytest's
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), lines.getvalue())
 
 
 def metrics(out: Path) -> list[dict]:

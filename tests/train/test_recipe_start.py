@@ -3,8 +3,10 @@ before any model is loaded, and a start prints nothing from bitsandbytes.
 
 bitsandbytes (imported by peft and transformers' `Trainer` when it is installed) logs "Failed to
 load CPU gemm_4bit_forward from kernels-community" on CPUs with AVX512-BF16 when the optional
-`kernels` package is absent. So that the check holds on any CPU, every start here runs through
-`RUNNER`, which makes bitsandbytes see such a CPU and reports whether its CPU ops were imported.
+`kernels` package is absent. So that the check holds on any CPU, the starts that check it (one
+sft start, one pretraining start) run through `RUNNER`, which makes bitsandbytes see such a CPU
+and reports whether its CPU ops were imported; the other refusals are the recipe's ``main``
+called in this process (`run_in_process`: the same parse and checks, without a process's imports).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 import pytest
 
 from tests.tiny import FIXTURE, REPO
-from tests.train.conftest import MICRO, env_for
+from tests.train.conftest import MICRO, env_for, run_in_process
 
 pytestmark = pytest.mark.slow
 HINT = "gemm_4bit_forward"
@@ -68,7 +70,7 @@ def error_line(proc: subprocess.CompletedProcess) -> str:
 
 def test_a_missing_model_directory_is_one_error_line(tmp_path):
     out = tmp_path / "run"
-    proc = start("sft.py", sft_argv("/nonexistent", out), tmp_path)
+    proc = run_in_process(sft_argv("/nonexistent", out), tmp_path / "cache")
     line = error_line(proc)
     assert line.startswith("error: model_name_or_path: /nonexistent")
     assert "does not exist" in line and "never downloads" in line
@@ -87,11 +89,13 @@ def test_a_draw_beyond_the_pool_is_one_error_line_before_the_model_loads(
     keys, expected, base, tmp_path
 ):
     out = tmp_path / "run"
-    proc = start("sft.py", sft_argv(str(base), out, **keys), tmp_path)
+    argv = sft_argv(str(base), out, **keys)
+    hint = "synthetic" not in keys  # the sft start's half of the hint check below: one start
+    proc = start("sft.py", argv, tmp_path) if hint else run_in_process(argv, tmp_path / "cache")
     assert error_line(proc).startswith(expected)  # and no bitsandbytes hint (error_line)
     assert "embedding rows" not in proc.stderr  # doit.train.sft.model.load_base_model never ran
     assert not (out / "run_info.json").exists()
-    if importlib.util.find_spec("bitsandbytes"):  # the sft start's half of the hint check below
+    if hint and importlib.util.find_spec("bitsandbytes"):
         assert f"{CPU_OPS} imported: True" in proc.stderr, proc.stderr[-4000:]
 
 
