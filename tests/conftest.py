@@ -1,5 +1,6 @@
-"""Shared fixtures, built once per session (per xdist worker): ``micro_dir``, the micro DoIT
-corpus (seed 0), and ``tiny_base``, a random 2-layer Llama base (``tests.tiny.make_base``).
+"""Shared fixtures: ``micro_dir``, the micro DoIT corpus (seed 0), built once for the whole run
+(the first xdist worker to ask builds it, the other waits), and ``tiny_base``, a random 2-layer
+Llama base (``tests.tiny.make_base``), built once per worker.
 
 Under ``pytest -n 2`` (``make test``) each xdist worker runs one torch thread, and its
 subprocesses inherit OMP_NUM_THREADS=1, so two workers fill two cores without oversubscribing
@@ -46,10 +47,23 @@ def tiny_base(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def _micro_build(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("micro")
-    summary = build_micro(out_dir, seed=MICRO_SEED, held_out=N_RECORDED)  # the recorded 100
-    return out_dir, summary
+def _micro_build(tmp_path_factory, worker_id):
+    """(folder, summary): built in the run's temp root that the xdist workers share, under a
+    lock, by whichever worker asks first (a build is ~16 s of one core); the summary is kept
+    beside it as JSON, written last."""
+    from filelock import FileLock
+
+    from doit.io import read_json, write_json
+
+    root = tmp_path_factory.getbasetemp()
+    root = root if worker_id == "master" else root.parent
+    out_dir, summary = root / "micro", root / "micro_summary.json"
+    with FileLock(str(root / "micro.lock")):
+        if not summary.is_file():
+            out_dir.mkdir()
+            built = build_micro(out_dir, seed=MICRO_SEED, held_out=N_RECORDED)  # the recorded 100
+            write_json(summary, built)
+    return out_dir, read_json(summary)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -84,29 +85,21 @@ def tiny_demo_grid(tmp_path: Path, data: Path) -> Path:
     return write_grid(tmp_path / "tinydemo.yaml", grid)
 
 
+def demo_args(tmp_path: Path, data: Path, grid: Path) -> list[str]:
+    study = ["--study", str(tmp_path / "study"), "--budget", "40", "--replicates", "100"]
+    return ["--data", str(data), "--grid", str(grid), *study, "--workers", "1"]
+
+
 def demo(tmp_path: Path, data: Path, grid: Path):
+    """`python recipes/demo.py ...` as a process of its own: what it printed."""
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": str(REPO),
         "DOIT_CACHE": str(tmp_path / "cache"),
     }
-    args = [
-        "--data",
-        str(data),
-        "--grid",
-        str(grid),
-        "--study",
-        str(tmp_path / "study"),
-        "--budget",
-        "40",
-        "--replicates",
-        "100",
-        "--workers",
-        "1",
-    ]
     proc = subprocess.run(
-        [sys.executable, str(REPO / "recipes" / "demo.py"), *args],
+        [sys.executable, str(REPO / "recipes" / "demo.py"), *demo_args(tmp_path, data, grid)],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -117,7 +110,22 @@ def demo(tmp_path: Path, data: Path, grid: Path):
     return proc.stdout
 
 
-def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(tmp_path, micro_dir):
+def demo_in_process(tmp_path: Path, data: Path, grid: Path, capsys, monkeypatch):
+    """The same command as this process's call of the recipe's ``main`` (a rerun, which decides
+    what to reuse, without the ~10 s of imports a new process pays): what it printed."""
+    monkeypatch.setenv("DOIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(REPO)
+    main = runpy.run_path(str(REPO / "recipes" / "demo.py"), run_name="demo")["main"]
+    capsys.readouterr()
+    code = main(demo_args(tmp_path, data, grid))
+    printed = capsys.readouterr()
+    assert code == 0, printed.out[-3000:] + printed.err[-5000:]
+    return printed.out
+
+
+def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(
+    tmp_path, micro_dir, capsys, monkeypatch
+):
     data = trimmed(micro_dir, tmp_path / "micro")
     grid = tiny_demo_grid(tmp_path, data)
     printed = demo(tmp_path, data, grid)
@@ -168,7 +176,7 @@ def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(tmp_path, micro_dir
     kept = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert kept["lines"] == summary  # summary.json keeps what was printed, for a rerun
 
-    again = demo(tmp_path, data, grid)
+    again = demo_in_process(tmp_path, data, grid, capsys, monkeypatch)
     assert "up to date with the study's results (reused)" in again
     assert "[4/5]" not in again  # neither the analysis nor the curriculum ran again
     assert "this run" in again

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import os
 import signal
 import subprocess
@@ -80,26 +79,22 @@ def run_recipe(launcher: list[str], argv: list[str], cache: Path, timeout=300, c
 
 def run_in_process(argv: list[str], cache: Path) -> subprocess.CompletedProcess:
     """``recipes/sft.py argv`` as this process's call of its ``main`` (what a start decides, and
-    training, without the ~10 s of imports a new process pays): its exit code, and on stderr
-    what it printed there and doit's log lines. The environment is ``env_for``'s, for the call."""
+    training, without the ~10 s of imports a new process pays): its exit code, what it printed
+    on stdout, and on stderr (doit's log lines among it). The environment is ``env_for``'s."""
     from doit.train.sft import main
 
-    lines, out = io.StringIO(), io.StringIO()
-    handler = logging.StreamHandler(lines)
-    handler.setFormatter(logging.Formatter("doit: %(message)s"))
-    logger, sigterm = logging.getLogger("doit"), signal.getsignal(signal.SIGTERM)
+    out, err = io.StringIO(), io.StringIO()
+    sigterm = signal.getsignal(signal.SIGTERM)
     with pytest.MonkeyPatch.context() as env:
         for key, value in env_for(cache).items():
             env.setenv(key, value)
         env.delenv("WORLD_SIZE", raising=False)
-        logger.addHandler(handler)
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(lines):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = main(argv)
         finally:
-            logger.removeHandler(handler)
             signal.signal(signal.SIGTERM, sigterm)  # main's handler is a rank's, not pytest's
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), lines.getvalue())
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def metrics(out: Path) -> list[dict]:

@@ -251,13 +251,26 @@ def finish(trainer, args, tokenizer, wall_s: float) -> dict:
     return end
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is at each line, not as it was when the handler was made
+    (a later run of the same process may have it redirected, or a test's capture closed)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):  # StreamHandler.__init__ sets it; the property ignores that
+        pass
+
+
 def setup_logging(is_main: bool) -> None:
     """doit's log lines on stderr, added once however many runs one process makes."""
     import transformers
 
     logger = logging.getLogger("doit")
     if not any(getattr(h, "_doit", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("doit: %(message)s"))
         handler._doit = True
         logger.addHandler(handler)
