@@ -70,17 +70,24 @@ def run_recipe(launcher: list[str], argv: list[str], cache: Path, timeout=300, c
     proc = subprocess.run(
         cmd, cwd=REPO, env=env_for(cache), capture_output=True, text=True, timeout=timeout
     )
-    if check and proc.returncode != 0:
+    return checked(proc) if check else proc
+
+
+def checked(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    """``proc``, or an AssertionError with its command, exit code and output's tails."""
+    if proc.returncode != 0:
+        cmd = " ".join(map(str, proc.args))
         raise AssertionError(
-            f"{' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+            f"{cmd}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
         )
     return proc
 
 
-def run_in_process(argv: list[str], cache: Path) -> subprocess.CompletedProcess:
+def run_in_process(argv: list[str], cache: Path, check=True) -> subprocess.CompletedProcess:
     """``recipes/sft.py argv`` as this process's call of its ``main`` (what a start decides, and
     training, without the ~10 s of imports a new process pays): its exit code, what it printed
-    on stdout, and on stderr (doit's log lines among it). The environment is ``env_for``'s."""
+    on stdout, and on stderr (doit's log lines among it); ``check`` as ``run_recipe``'s. The
+    environment is ``env_for``'s."""
     from doit.train.sft import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -94,7 +101,8 @@ def run_in_process(argv: list[str], cache: Path) -> subprocess.CompletedProcess:
                 code = main(argv)
         finally:
             signal.signal(signal.SIGTERM, sigterm)  # main's handler is a rank's, not pytest's
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+    proc = subprocess.CompletedProcess(["sft.py", *argv], code, out.getvalue(), err.getvalue())
+    return checked(proc) if check else proc
 
 
 def metrics(out: Path) -> list[dict]:

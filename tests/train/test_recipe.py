@@ -59,12 +59,11 @@ def test_python_run_dir_done_marker_and_tokenised_cache(base, tmp_path):
     assert (out / "DONE").is_file()
 
     again = run_in_process(recipe_args(base, out, num_train_epochs=2), cache)
-    assert again.returncode == 0
     assert "is finished (DONE)" in again.stderr and "epoch 1/2" not in again.stderr
 
-    # the first start's cache, on disk, read by another process
+    # the cache the first start's process wrote, read from disk in this one
     other = run_in_process(recipe_args(base, tmp_path / "run2", num_train_epochs=1), cache)
-    assert other.returncode == 0 and (tmp_path / "run2" / "DONE").is_file()
+    assert (tmp_path / "run2" / "DONE").is_file()
     assert "tokenised-cache hit" in other.stderr and "tokenised-cache miss" not in other.stderr
 
 
@@ -92,7 +91,7 @@ def memorised(base, memorise_pool, tmp_path_factory, cache_dir):
     """The 60-step memorisation run, trained once: checked on its own, and the uninterrupted
     reference the killed-and-rerun run must reproduce."""
     out = tmp_path_factory.mktemp("memorised") / "run"
-    assert run_in_process(memorise_args(base, memorise_pool, out), cache_dir).returncode == 0
+    run_in_process(memorise_args(base, memorise_pool, out), cache_dir)
     return out
 
 
@@ -143,12 +142,11 @@ def test_kill_and_rerun_resumes_exactly(base, memorise_pool, memorised, tmp_path
 
     info = (out / "run_info.json").read_bytes()  # another config over the folder: refused
     other = [*memorise_args(base, memorise_pool, out), "--per_ability", "3"]
-    refused = run_in_process(other, cache_dir)
+    refused = run_in_process(other, cache_dir, check=False)
     assert refused.returncode == 2 and "differs in: per_ability" in refused.stderr
     assert (out / "run_info.json").read_bytes() == info and not (out / "DONE").exists()
 
     rerun = run_in_process(memorise_args(base, memorise_pool, out), cache_dir)
-    assert rerun.returncode == 0
     assert f"resuming from {out / f'checkpoint-{k}'}" in rerun.stderr
     resumed = [r for r in train_logs(out) if r["session"] == 1]
     assert resumed[0]["step"] == k + 1
@@ -172,7 +170,6 @@ def test_lora_trains_the_added_speaker_rows(base, tmp_path, cache_dir):
     out = tmp_path / "run"
     keys = dict(use_peft="true", lora_r=4, lora_target_modules="all-linear", num_train_epochs=2)
     proc = run_in_process(recipe_args(base, out, **keys), cache_dir)
-    assert proc.returncode == 0
     assert "LoRA: training speaker-token rows [384, 385, 386] and lm_head" in proc.stderr
     config = json.loads((out / "adapter" / "adapter_config.json").read_text())
     assert config["trainable_token_indices"] == {"embed_tokens": [384, 385, 386]}
@@ -204,7 +201,7 @@ def test_qlora_loads_the_base_in_4bit_nf4(tmp_path, cache_dir):
         bnb_4bit_quant_type="nf4",
         num_train_epochs=1,
     )
-    assert run_in_process(recipe_args(base, out, **keys), cache_dir).returncode == 0
+    run_in_process(recipe_args(base, out, **keys), cache_dir)
     info = json.loads((out / "run_info.json").read_text())
     assert info["model"]["quantization"] == {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
     assert info["model"]["loaded_in_4bit"] and info["model"]["peft"]
