@@ -6,10 +6,11 @@ optimiser groups (`optim`) and the one error type (`errors.ConfigError`).
 
 import logging
 
-# bitsandbytes, which peft and transformers' Trainer import when it is installed, logs "Failed to
-# load CPU gemm_4bit_forward from kernels-community" at import on CPUs with AVX512-BF16 when the
-# optional `kernels` hub package is absent. It then uses its own CPU kernel, and doit never
-# downloads kernels, so that line would only be noise on every start: drop that one record.
+# bitsandbytes (imported for QLoRA, and by some peft and transformers versions with the Trainer
+# whenever it is installed) logs "Failed to load CPU gemm_4bit_forward from kernels-community" at
+# import on CPUs with AVX512-BF16 when the hub's kernel cannot be loaded (the `kernels` package
+# absent, or offline). It then uses its own CPU kernel, and doit never downloads kernels, so that
+# line would only be noise on a start: drop that one record.
 logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
     lambda record: "gemm_4bit_forward from kernels-community" not in record.getMessage()
 )
