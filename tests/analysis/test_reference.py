@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from doit.analysis import reference as ref
+from doit.analysis.bootstrap import Z
 from doit.analysis.pipeline import Analysis
 from doit.analysis.settings import Settings, base_names
 from doit.analysis.study import StudyRows
@@ -72,10 +73,44 @@ def test_grading_recovers_the_planted_levers(study):
     assert set(LEARNABLE) <= set(decided["data"]) and decided["of"] == 4
     checks = ref.bounds(ladder.counts, ladder.fits, planted)
     assert len(checks) and not checks["contradicted"].any()
+    chance = checks[checks["bound"] == ref.CHANCE]
+    assert len(chance) and chance["p"].isna().all()  # a floor is reported, never a test
     lowered = planted.assign(ceiling=np.where(planted["ability"] == "code", 30.0, 100.0))
     assert ref.bounds(ladder.counts, ladder.fits, lowered)["contradicted"].any()
     flat = ref.plateaus(ladder.counts, planted, tuple(LADDER)).set_index("ability")
     assert not flat.loc["role_play", "reached"] and not flat.loc["role_play", "exceeded"]
+
+
+def test_holm_steps_down_and_skips_what_is_not_a_test():
+    p = np.array([0.01, 0.04, 0.03, np.nan, 0.005])
+    assert ref.holm(p, 0.05).tolist() == [True, False, False, False, True]
+    assert not ref.holm(np.full(3, np.nan), 0.05).any()
+
+
+def test_a_world_at_its_ceiling_is_rarely_contradicted_and_one_above_it_is():
+    """400 simulated studies of 30 points whose expected score is exactly the ceiling (a
+    coin-flip ability at 50, 400 items a point): a 95% interval per point flags some point
+    in about half the studies (the rule before), the family-wise rule in about 5%; a point
+    six SEs above the ceiling is still found."""
+    rng = np.random.default_rng(0)
+    items, points, studies = 400, 30, 400
+    scores = rng.binomial(items, 0.5, (studies, points)) / items * 100
+
+    def checks(study):
+        se = np.sqrt(study * (100 - study) / items)
+        rows = [
+            ref._bound_row("role_play", "", "ceiling", 50.0, v, v - Z * e, v + Z * e)
+            for v, e in zip(study, se)
+        ]
+        beyond = np.array([r["beyond"] for r in rows])
+        return beyond, ref.holm(np.array([r["p"] for r in rows]), ref.FAMILY_LEVEL)
+
+    pointwise, family = zip(*map(checks, scores))
+    assert np.mean([b.any() for b in pointwise]) > 0.35
+    assert np.mean([f.any() for f in family]) <= 0.08
+    above = scores[0].copy()
+    above[3] = 50 + 6 * np.sqrt(2500 / items)
+    assert checks(above)[1][3]
 
 
 def test_architecture_differences_are_paired_and_cover_the_planted_zero(study):
