@@ -13,6 +13,23 @@ exclude: [role_play]          # abilities dropped entirely (leave-one-ability-ou
 synthetic: 2560               # int: synthetic items added on top (default 0)
 provenance: {paper: ...}      # free-form: where the recipe comes from
 ```
+A **staged** mix trains its stages in order, each from the one before's final weights with a
+fresh optimiser (`doit.train.sft.stages`; DMT's specialist-then-general recipe is one):
+
+```yaml
+seed: 0
+source: "1000"                # seed and source are the whole mix's
+stages:                       # two or more, each a mix of the keys above (no seed, source)
+  - counts: {math: 256, code: 256}
+    num_train_epochs: 3       # optional, per stage: its own schedule over the recipe's
+    learning_rate: 3.0e-4     #   (num_train_epochs, learning_rate, lr_scheduler_type)
+  - fill: {total: 1000}
+    exclude: [math, code]
+    replay: 64                # int: items drawn again from the earlier stages' draws
+```
+A stage draws from the pools as a mix of its own (so an ability two stages both take gets the
+same first-ranked items, nested); ``replay`` adds a seeded sample of the earlier stages' items.
+
 ``fill`` gives each listed ability an equal share of ``total - sum(counts)``; an
 ability whose pool is smaller than its share takes its whole pool and the overflow
 is shared again among the others; what cannot be split evenly goes one item each
@@ -42,7 +59,10 @@ from doit.data.sampling import by_ability, take
 from doit.io import YamlError, atomic_output_dir, check_output, read_yaml
 
 ALL = "all"
-_KEYS = {"seed", "source", "counts", "fill", "exclude", "synthetic", "provenance"}
+_KEYS = {"seed", "source", "counts", "fill", "exclude", "synthetic", "provenance", "stages"}
+_DRAW_KEYS = ("counts", "fill", "exclude", "synthetic")  # what a mix, or a stage, draws
+STAGE_SCHEDULE = ("num_train_epochs", "learning_rate", "lr_scheduler_type")  # a stage's own
+_STAGE_KEYS = {*_DRAW_KEYS, "replay", *STAGE_SCHEDULE}
 
 
 @dataclass
@@ -64,6 +84,18 @@ class MixSpec:
     provenance: dict[str, Any] = field(default_factory=dict)
     path: str = "<mix>"
     cell: str | None = None  # the cell a constructor built the spec for; None: a YAML mix
+    stages: tuple[Stage, ...] = ()  # a staged mix's stages (then it draws nothing itself)
+
+
+@dataclass
+class Stage:
+    """One stage of a staged mix: what it draws (``spec``: the mix's seed and source), how many
+    of the earlier stages' items it draws again (``replay``) and its own training keys
+    (``schedule``: `STAGE_SCHEDULE` names, over the recipe's)."""
+
+    spec: MixSpec
+    replay: int = 0
+    schedule: dict[str, Any] = field(default_factory=dict)
 
 
 class MixError(ValueError):
@@ -144,6 +176,18 @@ def parse_mix(raw: Any, path: str = "<mix>") -> MixSpec:
     spec.source = str(raw.get("source", "1000"))
     if spec.source not in TRAIN_POOLS:
         _fail(path, "source", f"expected {' or '.join(TRAIN_POOLS)}, got {raw.get('source')!r}")
+    spec.provenance = raw.get("provenance") or {}
+    if "stages" in raw:
+        drawn = [k for k in _DRAW_KEYS if k in raw]
+        if drawn:
+            _fail(path, drawn[0], "a staged mix draws in its stages, not at the top")
+        spec.stages = _parse_stages(raw["stages"], spec, path)
+        return spec
+    return _parse_draw(raw, spec, path)
+
+
+def _parse_draw(raw: dict, spec: MixSpec, path: str) -> MixSpec:
+    """``raw``'s draw keys (`_DRAW_KEYS`) into ``spec``."""
     counts = raw.get("counts") or {}
     if not isinstance(counts, dict):
         _fail(path, "counts", "expected a mapping ability -> int | all")
@@ -154,13 +198,44 @@ def parse_mix(raw: Any, path: str = "<mix>") -> MixSpec:
         spec.counts[canon] = value if value == ALL else _int(path, f"counts.{key}", value, 1)
     spec.exclude = _keys(path, "exclude", raw.get("exclude") or [])
     spec.synthetic = _int(path, "synthetic", raw.get("synthetic", 0))
-    spec.provenance = raw.get("provenance") or {}
     if raw.get("fill") is not None:
         spec.fill = _parse_fill(raw["fill"], spec, path)
     clash = sorted(set(spec.counts) & set(spec.exclude))
     if clash:
         _fail(path, "exclude", f"{clash[0]} is both counted and excluded")
     return spec
+
+
+def _parse_stages(raw: Any, spec: MixSpec, path: str) -> tuple[Stage, ...]:
+    if not isinstance(raw, list) or len(raw) < 2:
+        _fail(path, "stages", "expected a list of two or more stages (one stage is a plain mix)")
+    stages = []
+    for i, one in enumerate(raw, 1):
+        where = f"{path}: stages[{i}]"
+        if not isinstance(one, dict):
+            _fail(where, "(stage)", "expected a mapping")
+        unknown = sorted(set(one) - _STAGE_KEYS)
+        if unknown:
+            _fail(where, unknown[0], f"unknown key; allowed: {', '.join(sorted(_STAGE_KEYS))}")
+        drawn = _parse_draw(one, MixSpec(seed=spec.seed, source=spec.source, path=where), where)
+        replay = _int(where, "replay", one.get("replay", 0))
+        if replay and i == 1:
+            _fail(where, "replay", "the first stage has no earlier stage to replay")
+        if not (drawn.counts or drawn.fill or drawn.synthetic or replay):
+            _fail(where, "(stage)", "draws nothing: give counts, fill, synthetic or replay")
+        stages.append(Stage(drawn, replay, _stage_schedule(one, where)))
+    return tuple(stages)
+
+
+def _stage_schedule(raw: dict, where: str) -> dict[str, Any]:
+    out = {k: raw[k] for k in STAGE_SCHEDULE if k in raw}
+    for k in ("num_train_epochs", "learning_rate"):
+        value = out.get(k, 1)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            _fail(where, k, f"expected a number > 0, got {value!r}")
+    if not isinstance(out.get("lr_scheduler_type", ""), str):
+        _fail(where, "lr_scheduler_type", f"expected a name, got {out['lr_scheduler_type']!r}")
+    return out
 
 
 def _parse_fill(raw: Any, spec: MixSpec, path: str) -> Fill:
@@ -255,11 +330,30 @@ def shortfall(spec: MixSpec, pools: dict[str, int], counts: dict[str, int]) -> d
 
 
 def load_pools(spec: MixSpec, source) -> tuple[list[dict], list[dict]]:
-    """The items of the train pool and of the synthetic pool that ``spec`` draws from (a pool
-    it takes nothing from is not read)."""
-    pool = load_items(source, spec.source) if spec.counts or spec.fill else []
-    synthetic = load_items(source, ab.SYNTHETIC) if spec.synthetic else []
+    """The items of the train pool and of the synthetic pool that ``spec`` (or any of its
+    stages) draws from (a pool it takes nothing from is not read)."""
+    specs = [st.spec for st in spec.stages] or [spec]
+    pool = load_items(source, spec.source) if any(s.counts or s.fill for s in specs) else []
+    synthetic = load_items(source, ab.SYNTHETIC) if any(s.synthetic for s in specs) else []
     return pool, synthetic
+
+
+def draw_stages(spec: MixSpec, pool: list[dict], synthetic: list[dict]) -> list[list[dict]]:
+    """A staged mix's items, one list per stage: the stage's own draw, then ``replay`` items
+    of the earlier stages' own draws (seeded, ranked for the stage: never their first k)."""
+    out, earlier = [], []
+    for i, stage in enumerate(spec.stages, 1):
+        items = draw(stage.spec, pool, synthetic)[0]
+        if stage.replay > len(earlier):
+            _fail(
+                stage.spec.path,
+                "replay",
+                f"{stage.replay} exceeds the earlier stages' {len(earlier)} items",
+            )
+        replayed = take(earlier, stage.replay, spec.seed, f"replay-{i}")
+        earlier += items
+        out.append(items + replayed)
+    return out
 
 
 def draw(spec: MixSpec, pool: list[dict], synthetic: list[dict]) -> tuple[list[dict], dict | None]:
@@ -276,9 +370,19 @@ def draw(spec: MixSpec, pool: list[dict], synthetic: list[dict]) -> tuple[list[d
     return items, shortfall(spec, pools, counts)
 
 
-def sample_mix(spec: MixSpec, source) -> list[dict]:
-    """The items of ``spec`` drawn from the DoIT directory ``source``."""
-    return draw(spec, *load_pools(spec, source))[0]
+def sample_mix(spec: MixSpec, source, stage: int | None = None) -> list[dict]:
+    """The items of ``spec`` drawn from the DoIT directory ``source``; of a staged mix, those
+    of its ``stage`` (1-based), or of every stage in order without one."""
+    if not spec.stages:
+        if stage is not None:
+            _fail(spec.path, "stages", f"stage {stage} asked of a mix without stages")
+        return draw(spec, *load_pools(spec, source))[0]
+    per_stage = draw_stages(spec, *load_pools(spec, source))
+    if stage is None:
+        return [it for items in per_stage for it in items]
+    if not 1 <= stage <= len(per_stage):
+        _fail(spec.path, "stages", f"stage {stage} asked; the mix has {len(per_stage)}")
+    return per_stage[stage - 1]
 
 
 def build_mix(source, spec: MixSpec, out, overwrite: bool = False) -> dict:
@@ -287,6 +391,8 @@ def build_mix(source, spec: MixSpec, out, overwrite: bool = False) -> dict:
     check_output(
         out, "mix", inputs={"the source": source}, overwrite=overwrite
     )  # before reading anything
+    if spec.stages:
+        _fail(spec.path, "stages", "a staged mix is trained stage by stage (`doit sft --mix`)")
     items, short = draw(spec, *load_pools(spec, source))
     args = {"source": str(source), "mix": spec.path, "seed": spec.seed}
     with atomic_output_dir(out, kind="mix", overwrite=overwrite, sources=[source]) as tmp:

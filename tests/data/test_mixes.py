@@ -157,3 +157,65 @@ def test_a_constructed_cell_names_the_flag_its_draw_overflows(tmp_path):
     with pytest.raises(MixError, match=r"^6 exceeds the synthetic pool of 5 items") as e:
         sample_mix(synthetic_spec(6), root)
     assert e.value.key == "synthetic"
+
+
+STAGED = {
+    "seed": 4,
+    "stages": [
+        {"counts": {"math": 12, "code": 8}, "num_train_epochs": 2, "learning_rate": 1e-3},
+        {"fill": {"total": 40}, "exclude": ["math", "code"], "replay": 5},
+    ],
+}
+
+
+def test_a_staged_mix_draws_each_stage_and_replays_the_earlier_ones(tmp_path):
+    from doit.data.mixes import sample_mix
+
+    spec = parse_mix(STAGED, "s.yaml")
+    assert [st.replay for st in spec.stages] == [0, 5] and spec.stages[1].spec.seed == 4
+    assert spec.stages[0].schedule == {"num_train_epochs": 2, "learning_rate": 1e-3}
+    assert spec.stages[1].schedule == {}
+    root = write_pool(tmp_path / "pool", uniform(30))
+    first, second = (sample_mix(spec, root, stage=k) for k in (1, 2))
+    assert {it["ability"] for it in first} == {"math", "code"} and len(first) == 20
+    own, replayed = second[:40], second[40:]
+    assert not {it["ability"] for it in own} & {"math", "code"} and len(own) == 40
+    ids = {(it["ability"], it["idx"]) for it in first}
+    assert len(replayed) == 5 and {(it["ability"], it["idx"]) for it in replayed} <= ids
+    assert sample_mix(spec, root) == first + second  # every stage, in order
+    alone = sample_mix(parse_mix({"seed": 4, "counts": {"math": 12, "code": 8}}), root)
+    assert alone == first  # a stage draws as the same mix would alone
+    with pytest.raises(MixError, match="s.yaml: stages: stage 3 asked; the mix has 2"):
+        sample_mix(spec, root, stage=3)
+
+
+@pytest.mark.parametrize(
+    "stages,where",
+    [
+        ([{"counts": {"math": 3}}], "stages: expected a list of two or more"),
+        ([{"counts": {"math": 3}, "replay": 2}, {"counts": {"code": 3}}], r"stages\[1\]: replay"),
+        ([{"counts": {"math": 3}}, {"seed": 2}], r"stages\[2\]: seed: unknown key"),
+        ([{"counts": {"math": 3}}, {}], r"stages\[2\]: \(stage\): draws nothing"),
+        (
+            [{"counts": {"math": 3}}, {"replay": 1, "learning_rate": 0}],
+            r"stages\[2\]: learning_rate",
+        ),
+        ([{"counts": {"poetry": 3}}, {"replay": 1}], r"stages\[1\]: counts.poetry"),
+    ],
+)
+def test_a_bad_stage_names_the_file_the_stage_and_the_key(stages, where):
+    with pytest.raises(MixError, match=f"s.yaml: {where}"):
+        parse_mix({"stages": stages}, "s.yaml")
+    with pytest.raises(MixError, match="s.yaml: counts: a staged mix draws in its stages"):
+        parse_mix({"counts": {"math": 1}, "stages": STAGED["stages"]}, "s.yaml")
+
+
+def test_a_replay_beyond_the_earlier_stages_is_an_error_and_a_staged_mix_is_no_cell(tmp_path):
+    from doit.data.mixes import sample_mix
+
+    root = write_pool(tmp_path / "pool", uniform(30))
+    spec = parse_mix({"stages": [{"counts": {"math": 2}}, {"replay": 3}]}, "s.yaml")
+    with pytest.raises(MixError, match=r"s.yaml: stages\[2\]: replay: 3 exceeds .* 2 items"):
+        sample_mix(spec, root, stage=2)
+    with pytest.raises(MixError, match="trained stage by stage"):
+        build_mix(root, spec, tmp_path / "out")
