@@ -86,8 +86,10 @@ def curriculum_parser(sub) -> None:
         FURTHER,
         MODELS,
         REACH,
+        REPLAY_SHARE,
         RISK,
         SETTINGS,
+        SPECIALISTS,
         TRANSFER,
         UNITS,
         WHY,
@@ -158,6 +160,18 @@ def curriculum_parser(sub) -> None:
         default=RISK,
         help=f"lambda of marginal's objective sum_a w_a (S_a - lambda SD_a) (default {RISK:g}, "
         "chosen on the planted check; 0: the plug-in optimum)",
+    )
+    s.add_argument(
+        "--specialist",
+        default=",".join(SPECIALISTS),
+        help="dmt: the abilities its first stage trains (default "
+        f"{','.join(SPECIALISTS)}: DMT's specialists)",
+    )
+    s.add_argument(
+        "--replay",
+        type=at_least(0),
+        help="dmt, staged: items of the first stage replayed in the second (default "
+        f"{REPLAY_SHARE:.4g} of them)",
     )
     s.add_argument(
         "--no-loss",
@@ -307,6 +321,8 @@ def curriculum(args) -> int:
         no_loss=args.no_loss,
         transfer_from=args.transfer_from,
         crossfit=not args.plug_in,
+        specialist=specialists(args.specialist),
+        replay=args.replay,
         settings=from_args(args),
     )
     result = cur.make(args.source, options)
@@ -337,10 +353,22 @@ def curriculum(args) -> int:
     return 0
 
 
+def specialists(text: str) -> tuple[str, ...]:
+    """``--specialist a,b``: ability keys; a CurriculumError names an unknown one."""
+    from doit.analysis.curriculum.options import CurriculumError
+    from doit.data import abilities as ab
+
+    try:
+        return tuple(ab.parse_keys([k.strip() for k in text.split(",") if k.strip()]))
+    except ValueError as e:
+        raise CurriculumError(f"--specialist {text!r}: {e}") from None
+
+
 def curriculum_for(args):
     """The curriculum of ``run --budget N``'s report section: every policy the study's cells
-    allow (each policy's `Policy.needs`), pools from --data or the study's grid; the run's
-    settings but the curriculum's rule and split (valid under `last`)."""
+    allow (each policy's `Policy.needs`) but the staged ones (their predictions are another
+    policy's), pools from --data or the study's grid; the run's settings but the curriculum's
+    rule and split (valid under `last`)."""
     from doit.analysis import curriculum as cur
     from doit.analysis.curriculum.options import SETTINGS, Options
     from doit.analysis.curriculum.policies import allowed
@@ -348,7 +376,7 @@ def curriculum_for(args):
 
     settings = replace(from_args(args), rule=SETTINGS.rule, split=SETTINGS.split)
     analysis = Analysis(str(args.source), settings)
-    policies = allowed(analysis.table["construction"])
+    policies = allowed(analysis.table["construction"], staged=False)
     options = Options(budget=args.budget, policies=policies, data=args.data, settings=settings)
     return cur.make(analysis, options)
 

@@ -38,14 +38,19 @@ def read_study(
     cell_formulation: str | None = None,
     formulation_split: str = form.CHOSEN_ON,
     bases: tuple[str, ...] | None = None,
+    stages: bool = False,
 ) -> StudyRows:
     """The rows of the study folder or table file ``source`` (module docstring), of the cells
     trained in ``cell_formulation`` (None: the table must hold one) by the rule
     ``formulation`` (``max``: chosen on ``formulation_split``), of the ``bases`` named (None:
-    every base; a name the table lacks is a ValueError naming it)."""
-    rows = read_results(source)
+    every base; a name the table lacks is a ValueError naming it). With ``stages``, a staged
+    cell's earlier stages' rows too (forgetting), each stage k's as the cell
+    ``<cell>@stage<k>`` (`stage_cell`), so every rule reads it as a cell of its own."""
+    rows = read_results(source, stages=stages)
     check_scale(rows, str(source))
-    items = read_items(source)
+    items = read_items(source, stages=stages)
+    if stages:
+        rows, items = (None if t is None else _stage_cells(t) for t in (rows, items))
     if bases is not None:
         rows, items = only_bases(rows, items, bases, str(source))
     unknown = unknown_abilities(rows)
@@ -60,6 +65,24 @@ def read_study(
         rows, items, formulation, cell_formulation, formulation_split
     )
     return StudyRows(table, items, rows, (*notes, *chosen))
+
+
+def stage_cell(cell: str, stage: int) -> str:
+    """The name an earlier stage's rows carry as their cell (``read_study(stages=True)``)."""
+    return f"{cell}@stage{stage}"
+
+
+def _stage_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with each earlier stage's rows (``stage`` below its cell's last) renamed to
+    their `stage_cell`."""
+    stage = table["stage"]
+    last = stage.groupby(table["cell"]).transform("max")
+    earlier = stage.notna() & (stage < last)
+    if not earlier.any():
+        return table
+    cell = table["cell"].astype(object)
+    cell[earlier] = [stage_cell(c, int(k)) for c, k in zip(cell[earlier], stage[earlier])]
+    return table.assign(cell=pd.array(cell, dtype="string"))
 
 
 def only_bases(rows: pd.DataFrame, items: pd.DataFrame | None, bases, source: str):

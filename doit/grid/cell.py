@@ -208,26 +208,40 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
     base = grid.base(cell.base)
     common = cell_columns(cell, base, info)
     if cell.kind == "base":  # the untuned base, rendered as its fine-tuned cells train
-        targets = [(0.0, 0, base.resolved)]
+        targets = [(None, False, 0.0, 0, base.resolved, metrics)]
         kw = {"chat_format": base.chat_format, "seed": cell.seed}
     else:
-        targets, kw = evaluate.checkpoints_to_score(folder / "run", grid.eval_epochs), {}
+        targets, kw = scored_models(run, grid.eval_epochs), {}
     rows, items = [], []
     formulations = evaluate.formulations_to_score(cell.formulation, grid)
-    for epoch, step, model_dir in targets:
-        where = evaluate.checkpoint_folder(folder, epoch, step)
+    for stage, earlier, epoch, step, model_dir, logged in targets:
+        where = evaluate.checkpoint_folder(folder, epoch, step, stage if earlier else None)
         scored = evaluate.score_model(
             model_dir, where, doit_dir, grid, **kw, formulations=formulations
         )
-        at = {"epoch": epoch, "step": step, **checkpoint_columns(metrics, step)}
+        at = {"stage": stage, "epoch": epoch, "step": step, **checkpoint_columns(logged, step)}
         for (split, formulation), scores in scored.items():
             r, i = evaluate.score_rows(split, scores, formulation)
             rows += [{**common, **at, **x} for x in r]
-            items += [{"cell": cell.id, "epoch": epoch, **x} for x in i]
+            items += [{"cell": cell.id, "stage": stage, "epoch": epoch, **x} for x in i]
         bench = evaluate.score_benchmarks(model_dir, where, grid.benchmarks, cell.id, **kw)
         for split, result in bench.items():
             rows += [{**common, **at, **x} for x in evaluate.benchmark_rows(split, result)]
     return [own_columns(r, info.get("data", {})) for r in rows], items
+
+
+def scored_models(run: Path, eval_epochs) -> list[tuple]:
+    """(stage, earlier, epoch, step, model dir, metrics rows) of what a trained cell scores:
+    the checkpoints ``eval_epochs`` names (stage None; a staged run's: its last stage K), and
+    a staged run's earlier stages' final models (``earlier``, for forgetting: stage k)."""
+    metrics = rundir.read_metrics(run) if (run / rundir.METRICS).is_file() else []
+    earlier = evaluate.earlier_stages(run)
+    last = len(earlier) + 1 if earlier else None
+    own = evaluate.checkpoints_to_score(run, eval_epochs)
+    out = [(last, False, e, s, m, metrics) for e, s, m in own]
+    for k, epoch, step, model in earlier:
+        out.append((k, True, epoch, step, model, rundir.read_metrics(model)))
+    return out
 
 
 def cell_columns(cell: Cell, base: Base, info: dict) -> dict:
@@ -302,10 +316,13 @@ def prune(study, cell: Cell, keep: str, rows: list[dict]) -> None:
     if keep == "best":
         valid = pd.DataFrame([r for r in rows if r["split"] == "valid"])
         scored = {int(valid.groupby("step")["score"].mean().idxmax())} if len(valid) else set()
-    for ckpt in rundir.checkpoints(run):
+    stages = [rundir.stage_dir(run, k) for k, *_ in evaluate.earlier_stages(run)]
+    for ckpt in rundir.checkpoints(rundir.model_dir(run)):
         step = int(ckpt.name.rsplit("-", 1)[1])
         if keep == "last" or step not in scored:
             shutil.rmtree(inside(run, ckpt), ignore_errors=True)
+    for ckpt in (c for stage in stages for c in rundir.checkpoints(stage)):
+        shutil.rmtree(inside(run, ckpt), ignore_errors=True)  # their final models are kept
 
 
 def thread_env(threads: int | None) -> dict[str, str]:

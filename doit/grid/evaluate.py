@@ -24,22 +24,37 @@ from doit.train import rundir
 SPLITS = ("valid", "test")
 
 
-def checkpoint_folder(cell_folder: Path, epoch: float, step: int) -> Path:
-    """Where a scored checkpoint's predictions and scores lie: ``<cell>/eval/e<epoch>-s<step>``."""
-    return Path(cell_folder) / "eval" / f"e{epoch:g}-s{step}"
+def checkpoint_folder(cell_folder: Path, epoch: float, step: int, stage=None) -> Path:
+    """Where a scored checkpoint's predictions and scores lie: ``<cell>/eval/e<epoch>-s<step>``
+    (an earlier stage's final model of a staged run: ``eval/stage<k>-e<epoch>-s<step>``)."""
+    prefix = "" if stage is None else f"stage{stage}-"
+    return Path(cell_folder) / "eval" / f"{prefix}e{epoch:g}-s{step}"
 
 
 def checkpoints_to_score(run_dir: Path, eval_epochs) -> list[tuple[float, int, Path]]:
-    """(epoch, step, model dir) of the checkpoints ``eval_epochs`` names (all | last | [e...])."""
+    """(epoch, step, model dir) of the checkpoints ``eval_epochs`` names (all | last | [e...]),
+    a staged run's of its last stage (`rundir.model_dir`)."""
     done = rundir.read_done(run_dir) or {}
     if eval_epochs == "last":
-        return [(float(done["epoch"]), int(done["step"]), run_dir)]
+        return [(float(done["epoch"]), int(done["step"]), rundir.model_dir(run_dir))]
     out = []
-    for ckpt in rundir.checkpoints(run_dir):
+    for ckpt in rundir.checkpoints(rundir.model_dir(run_dir)):
         state = read_json(ckpt / "trainer_state.json")
         epoch, step = float(state["epoch"]), int(state["global_step"])
         if eval_epochs == "all" or round(epoch) in eval_epochs:
             out.append((epoch, step, ckpt))
+    return out
+
+
+def earlier_stages(run_dir: Path) -> list[tuple[int, float, int, Path]]:
+    """(stage, epoch, step, model dir) of a staged run's earlier stages' final models (scored
+    beside the run's own for forgetting); [] for a run without stages."""
+    done = rundir.read_done(run_dir) or {}
+    out = []
+    for k in range(1, int(done.get("stages") or 0)):
+        stage = rundir.stage_dir(run_dir, k)
+        end = rundir.read_done(stage) or {}
+        out.append((k, float(end["epoch"]), int(end["step"]), stage))
     return out
 
 

@@ -56,9 +56,10 @@ EXTRA = {
     "eval_s": "Float64",  # wall seconds this checkpoint's evaluation took
     "formulation": "string",  # letter | text: how this row's items were asked and scored
     "cell_formulation": "string",  # the cell's own: how it trained (n = 0: its grid axis value)
+    "stage": "Int64",  # a staged cell's stage whose final model the row scores (1..K); else null
 }
 COLUMNS = {**REQUIRED, **EXTRA}
-KEY = ("cell", "epoch", "split", "ability", "formulation")
+KEY = ("cell", "stage", "epoch", "split", "ability", "formulation")
 ITEM_COLUMNS = {
     "cell": "string",
     "epoch": "Float64",
@@ -72,9 +73,10 @@ ITEM_COLUMNS = {
 }
 ITEM_EXTRA = {
     "cluster": "string",  # optional: items sharing it rest on one fact (the micro corpus's)
+    "stage": "Int64",  # as the results table's
 }
 ITEM_ALL = {**ITEM_COLUMNS, **ITEM_EXTRA}
-ITEM_KEY = ("cell", "epoch", "split", "ability", "formulation", "type", "idx")
+ITEM_KEY = ("cell", "stage", "epoch", "split", "ability", "formulation", "type", "idx")
 TIMING = ("train_s", "eval_s")  # differ between identical runs; everything else must not
 
 
@@ -106,14 +108,15 @@ def shard_path(study: Path, cell: str, per_item: bool = False) -> Path:
     return inside(folder, folder / f"{cell}.parquet")
 
 
-def read_results(path, per_item: bool = False) -> pd.DataFrame:
+def read_results(path, per_item: bool = False, stages: bool = False) -> pd.DataFrame:
     """The results table (or, ``per_item``, the per-item rows) of a study folder or a table file.
 
     A study folder's shards are gathered; a ``.csv`` or ``.parquet`` file is read as it is.
     Required columns must be present (an error names the missing ones and the file), optional
     columns are added as nulls (``formulation`` and ``cell_formulation`` as letter, the only
     formulation before there were others), dtypes follow the schema, and a repeated key is an
-    error.
+    error. Every row is its cell's, the final model's: a staged cell's rows of its earlier
+    stages (``stage`` below the cell's last, scored for forgetting) come only with ``stages``.
     """
     path = Path(path)
     if path.is_dir():
@@ -134,6 +137,15 @@ def read_results(path, per_item: bool = False) -> pd.DataFrame:
         raise ResultsError(
             f"{source}: {int(dup.sum())} rows repeat a key ({', '.join(key)}), e.g. {first}"
         )
+    return df.sort_values(key, ignore_index=True) if stages else final_rows(df, key)
+
+
+def final_rows(df: pd.DataFrame, key) -> pd.DataFrame:
+    """``df`` less a staged cell's earlier stages' rows, sorted by ``key``."""
+    staged = df["stage"].notna()
+    if staged.any():
+        last = df["stage"].where(staged).groupby(df["cell"]).transform("max")
+        df = df[~staged | (df["stage"] == last)]
     return df.sort_values(key, ignore_index=True)
 
 
@@ -148,11 +160,11 @@ def items_path(path) -> Path | None:
     return sibling if path.is_file() and sibling.is_file() else None
 
 
-def read_items(path) -> pd.DataFrame | None:
+def read_items(path, stages: bool = False) -> pd.DataFrame | None:
     """The per-item rows of a study folder or of a table file (`items_path`), validated as
-    `read_results` validates them; None when it has none."""
+    `read_results` validates them (``stages`` likewise); None when it has none."""
     where = items_path(path)
-    return None if where is None else read_results(where, per_item=True)
+    return None if where is None else read_results(where, per_item=True, stages=stages)
 
 
 def _read_table(path: Path) -> pd.DataFrame:

@@ -12,6 +12,13 @@
   DONE                 JSON, written last: the run's "end" row. A run with DONE is never redone
 ```
 
+A **staged** fine-tuning run (a staged mix, `doit.train.sft.stages`) holds one such run dir per
+stage, ``stages/<k>/``, each trained from the one before's final model, and at its top
+run_info.json (``staged``: the stages, ``config``, ``data`` summed over the stages),
+metrics.jsonl (its one "end" row) and DONE: the last stage's "end" row with ``tokens`` and
+``wall_s`` summed over the stages, ``stages`` (how many) and ``model_dir`` ("stages/<K>"): where
+its final model and checkpoints lie (`model_dir`; an ordinary run's are its own folder).
+
 metrics.jsonl rows (`metrics_row`) open with the same five keys, then the metric fields:
 ``kind`` ("start" | "train" | "valid" | "summary" | "end"), ``step`` (optimiser steps done),
 ``epoch`` (float, or None where the trainer has none yet), ``tokens`` (tokens the loss has
@@ -64,6 +71,7 @@ RUN_INFO = "run_info.json"
 METRICS = "metrics.jsonl"
 BASE_IDENTITY = "doit_base.json"  # the grid runner's record of what built a base, written first
 CHECKPOINT_PREFIX = "checkpoint"
+STAGES = "stages"  # a staged run's stage run dirs: stages/<k>/
 KINDS = ("start", "train", "valid", "summary", "end")
 SHARED_KEYS = ("kind", "step", "epoch", "tokens", "wall_s")
 STATE_FILES = (
@@ -216,6 +224,18 @@ def read_done(run_dir) -> dict | None:
     if "step" not in done and "global_step" in done:
         done["step"] = done["global_step"]
     return done
+
+
+def stage_dir(run_dir, k: int) -> Path:
+    """A staged run's stage ``k`` (1-based): an ordinary run dir."""
+    return Path(run_dir) / STAGES / str(k)
+
+
+def model_dir(run_dir) -> Path:
+    """Where a finished run's final model (and its epoch checkpoints) lie: its own folder, or a
+    staged run's last stage (DONE's ``model_dir``)."""
+    done = read_done(run_dir) or {}
+    return Path(run_dir) / done.get("model_dir", ".")
 
 
 # --- checkpoints -----------------------------------------------------------------------------------

@@ -58,7 +58,15 @@ def test_writes_mixes_table_figure_and_report(tables, tmp_path, capsys):
     assert "marginal" in printed and "note: transfer term g_a" in printed
     csv = pd.read_csv(out / "curriculum.csv")
     assert list(csv.columns) == COLUMNS
-    assert set(csv["policy"]) == {"uniform", "reconstruct", "maximum", "marginal", "regression"}
+    assert set(csv["policy"]) == {
+        "uniform",
+        "reconstruct",
+        "maximum",
+        "marginal",
+        "regression",
+        "dmt",
+        "staged",
+    }
     sums = csv[csv["ability"] != "macro"].groupby("policy")["n"].sum()
     assert (sums.drop("maximum") == 640).all()
     macro = csv[csv["ability"] == "macro"].set_index("policy")
@@ -71,6 +79,18 @@ def test_writes_mixes_table_figure_and_report(tables, tmp_path, capsys):
         assert resolve_counts(spec, dict.fromkeys(KEYS, 1000)) == {
             r.ability: r.n for r in counts.itertuples() if r.n > 0
         }
+    by = {
+        p: dict(zip(g["ability"], g["n"]))
+        for p, g in csv[csv["ability"] != "macro"].groupby("policy")
+    }
+    for policy, counted in (("dmt", "uniform"), ("staged", "marginal")):  # their counts, staged
+        spec = load_mix(out / "mixes" / f"{policy}-640.yaml")
+        first, second = (resolve_counts(st.spec, dict.fromkeys(KEYS, 1000)) for st in spec.stages)
+        assert not set(first) & set(second) and {**first, **second} == {
+            k: n for k, n in by[counted].items() if n > 0
+        }
+        assert spec.stages[1].replay == round(sum(first.values()) / 16)
+    assert set(load_mix(out / "mixes" / "dmt-640.yaml").stages[0].spec.counts) == {"math", "code"}
     for name in ("transfer.csv", "regression.csv", "figures/curriculum.png", "curriculum.md"):
         assert (out / name).is_file(), name
     assert "Curriculum: 640 items for s" in (out / "curriculum.md").read_text()

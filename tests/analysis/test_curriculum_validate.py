@@ -262,3 +262,74 @@ def test_calibration_reports_the_out_of_sample_predictions_only(result, tmp_path
     assert f"mean absolute error {out['error'].abs().mean():.2f} points" in text
     assert f"{int(out['covered'].sum())} of 10 (policy, ability)" in text
     assert "10 in-sample predictions (marginal" in text
+
+
+def test_forgetting_compares_a_staged_policys_first_stage_with_its_last(study, tmp_path):
+    """dmt's validation cells planted with two stages: math (a specialist, first) at 80 after
+    stage 1 and 50 after stage 2, biology (second) 40 then 70: forgetting.csv finds both
+    changes, paired over items and seeds, and the report shows it."""
+    staged = make(
+        study, Options(budget=BUDGET, policies=("dmt",), settings=replace(SETTINGS, replicates=30))
+    )
+    dmt = staged.allocations["dmt"]
+    assert {"math", "code"} == set(dmt.stages[0]) and not set(dmt.stages[0]) & set(dmt.stages[1])
+    rng = np.random.default_rng(2)
+    plan = {1: {"math": 0.8, "biology": 0.4}, 2: {"math": 0.5, "biology": 0.7}}
+    for seed in (0, 1):
+        cell, rows, items = f"tiny-mix_dmt-{BUDGET}-s{seed}", [], []
+        for stage, p in plan.items():
+            for k in ab.ABILITY_KEYS:
+                correct = rng.random(100) < p.get(k, 0.5)
+                rows.append(
+                    dict(
+                        cell=cell,
+                        base="tiny",
+                        arch="llama",
+                        params=1000,
+                        construction="mix",
+                        mix=f"dmt-{BUDGET}",
+                        n_total=BUDGET,
+                        seed=seed,
+                        epoch=1.0,
+                        step=stage,
+                        split="test",
+                        ability=k,
+                        score=100 * correct.mean(),
+                        n_items=100,
+                        chance=25.0,
+                        stage=stage,
+                    )
+                )
+                items += [
+                    dict(
+                        cell=cell,
+                        stage=stage,
+                        epoch=1.0,
+                        split="test",
+                        ability=k,
+                        type=k,
+                        idx=i,
+                        answer_kind="mc",
+                        correct=bool(c),
+                    )
+                    for i, c in enumerate(correct)
+                ]
+        write_shard(tmp_path, cell, frame(items, per_item=True), per_item=True)
+        write_shard(tmp_path, cell, frame(rows))
+    forgot = val.forgetting(staged, tmp_path, 200).set_index("ability")
+    assert -40 < forgot.loc["math", "change"] < -20 and forgot.loc["math", "change_hi"] < 0
+    assert 20 < forgot.loc["biology", "change"] < 40 and forgot.loc["biology", "change_lo"] > 0
+    assert forgot.loc["math", "first"] > forgot.loc["math", "last"]
+    assert "macro" in forgot.index and (forgot["policy"] == "dmt").all()
+    tables = {
+        "calibration": pd.DataFrame(),
+        "differences": pd.DataFrame(columns=["split", "ability"]),
+        "forgetting": forgot.reset_index(),
+    }
+    assert any("Forgetting" in str(x) for _, x in val.blocks(tables))
+    assert val.forgetting(result_without_stages(staged), tmp_path, 50).empty
+
+
+def result_without_stages(result):
+    plain = {p: replace(a, stages=()) for p, a in result.allocations.items()}
+    return replace(result, allocations=plain)

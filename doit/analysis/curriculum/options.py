@@ -22,6 +22,12 @@ EXTRAPOLATE_BELOW = 2.0  # points: the ladder work's "within 2 points" (predict.
 # replicates' SD of S_a at its count. Chosen on the planted studies (bench/curriculum_oracle.py,
 # doit/analysis/README.md): of 0, 0.5 and 1, lambda = 1 earned the most in every setting.
 RISK = 1.0
+# The staged policies (#32): DMT (Dong et al., ACL 2024) trains its specialist abilities first
+# (theirs: math and code), then the rest with a small replay share of the specialists' items
+# (they tried 1/256 to all of them). REPLAY_SHARE of the first stage's items is this toolkit's
+# default, not the paper's tuned value: `--replay K` sets it.
+SPECIALISTS = ("math", "code")
+REPLAY_SHARE = 1 / 16
 # The analysis settings a curriculum is fitted under unless asked otherwise: the valid split
 # under the rule `last` (the one rule that may report valid), so test stays untouched for
 # comparing the policies (`--validate`).
@@ -55,6 +61,8 @@ class Options:
     no_loss: bool = False  # no ability predicted below uniform by more than its MDE
     transfer_from: str | None = None  # a base other than the target whose LOO cells give T_a
     crossfit: bool = True  # predicted gains cross-fitted over two halves of valid's items
+    specialist: tuple[str, ...] = SPECIALISTS  # dmt: the abilities its first stage trains
+    replay: int | None = None  # staged policies: stage 1 items replayed (None: REPLAY_SHARE)
     settings: Settings = SETTINGS  # the analysis the curves are fitted by (see SETTINGS)
 
 

@@ -69,11 +69,18 @@ def mix_text(result: Result, policy: str) -> str:
         "exclude": [k for k, n in alloc.counts.items() if n == 0],
         "provenance": provenance,
     }
+    keys = "counts: items per ability;\n# exclude: abilities given none"
+    if alloc.stages:  # trained in order; the second replays some of the first's items
+        stages = [{"counts": dict(one)} for one in alloc.stages]
+        stages[-1]["replay"] = alloc.replay
+        body = {"seed": 0, "source": o.pool, "stages": stages, "provenance": provenance}
+        keys = "stages: trained in order, each its counts\n# (items per ability), the last with "
+        keys += "replay: items of the earlier stages drawn again"
     head = (
         f"# {policy} at a budget of {o.budget} {o.unit} (doit analysis curriculum; "
         f"doit/analysis/README.md).\n"
-        '# seed: sampling seed; source: the train pool ("1000" | full); counts: items per '
-        "ability;\n# exclude: abilities given none; provenance: how it was chosen.\n"
+        f'# seed: sampling seed; source: the train pool ("1000" | full); {keys}; '
+        "provenance: how it was chosen.\n"
         f"#   doit sft --config RECIPE.yaml --mix THIS_FILE --doit_dir DOIT_DIR\n"
     )
     return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)

@@ -15,6 +15,15 @@
   competes like any other); ``--no-loss`` forbids a count predicted below the ability's uniform
   score by more than the MDE of that difference.
 - ``regression``: the best mixture under the regressed law (`regression`).
+- ``dmt``: DMT's staged recipe (Dong et al., ACL 2024) at uniform's counts: the ``specialist``
+  abilities (default math and code, theirs) first, then the rest with ``replay`` of the first
+  stage's items drawn again (`options.REPLAY_SHARE` of them by default). Against uniform it
+  changes the order and the replay only.
+- ``staged``: the fitted staged curriculum at marginal's counts: first the abilities marginal
+  feeds above uniform (the fitted curves' data-hungry ones, as DMT's specialists are), then
+  the rest with the replay. Both write a staged mix (`doit.data.mixes`, ``stages:``); the score
+  model has no term for order or forgetting, so their predictions are those of the one mix of
+  the same counts (said in their notes), and ``--validate`` measures what order changes.
 
 Every count lies between the ability's floor and its pool (and cap); marginal and regression
 also stay within the ability's reach (``Evidence.reach``: 1, or 4 where the study's held-out
@@ -47,7 +56,7 @@ import numpy as np
 
 from doit.analysis.curriculum import regression as reg
 from doit.analysis.curriculum.optimise import Infeasible, maximise
-from doit.analysis.curriculum.options import CurriculumError
+from doit.analysis.curriculum.options import REPLAY_SHARE, CurriculumError
 from doit.data.mixes import fill_equal
 
 if TYPE_CHECKING:  # the evidence imports the analysis; a policy only reads it
@@ -86,6 +95,8 @@ class Allocation:
     model: Predictor
     notes: list[str] = field(default_factory=list)
     policy: str = ""
+    stages: tuple[dict[str, int], ...] = ()  # a staged policy's counts per stage (in order)
+    replay: int = 0  # items of the first stage drawn again in the second
 
     @property
     def equal_budget(self) -> bool:
@@ -342,6 +353,56 @@ def _search(ev: Evidence, model, high: dict) -> dict[str, int]:
     return {k: int(lo + x) for k, lo, x in zip(keys, lows, extra)}
 
 
+# --- staged -------------------------------------------------------------------------------------
+def dmt(ev: Evidence) -> Allocation:
+    """DMT's recipe at uniform's counts (module docstring)."""
+    unknown = sorted(set(ev.options.specialist) - set(ev.abilities))
+    if unknown:
+        raise CurriculumError(
+            f"--specialist {','.join(unknown)}: not among the study's abilities "
+            f"({', '.join(ev.abilities)})"
+        )
+    base = uniform(ev)
+    note = f"DMT: the specialists {', '.join(ev.options.specialist)} first"
+    return staged_from(ev, base, list(ev.options.specialist), [note])
+
+
+def staged(ev: Evidence) -> Allocation:
+    """The fitted staged curriculum at marginal's counts (module docstring); when marginal
+    feeds every ability or none above uniform, the first stage is the abilities whose data
+    sensitivity is above the median."""
+    fitted, even = marginal(ev), uniform(ev).counts
+    first = [k for k in ev.abilities if fitted.counts[k] > even[k]]
+    why = "first: the abilities marginal feeds above uniform"
+    if not 0 < len(first) < len(ev.abilities):
+        sens = ev.groups["data_sensitivity"].reindex(list(ev.abilities))
+        first = [k for k in ev.abilities if sens[k] > sens.median()]
+        why = "first: the abilities whose data sensitivity is above the median"
+    return staged_from(ev, fitted, first, [*fitted.notes, why])
+
+
+def staged_from(ev: Evidence, alloc: Allocation, first: list[str], notes: list[str]):
+    """``alloc``'s counts in two stages: ``first``, then the others with the replay."""
+    counts = alloc.counts
+    one = {k: counts[k] for k in ev.abilities if k in first and counts[k] > 0}
+    two = {k: counts[k] for k in ev.abilities if k not in first and counts[k] > 0}
+    if not one or not two:
+        raise CurriculumError(
+            f"a staged curriculum needs items in both stages; first {sorted(one) or 'none'}, "
+            f"then {sorted(two) or 'none'}: change --specialist or --budget"
+        )
+    n1 = sum(one.values())
+    replay = ev.options.replay
+    replay = round(n1 * REPLAY_SHARE) if replay is None else min(replay, n1)
+    notes = notes + [
+        f"stage 1: {', '.join(one)} ({n1} items); stage 2: the rest ({sum(two.values())} "
+        f"items) with {replay} of stage 1's replayed; each stage a fresh optimiser",
+        "predicted as the one mix of the same counts: the score model has no term for order "
+        "or forgetting (--validate measures them)",
+    ]
+    return Allocation(_ordered(ev, counts), alloc.model, notes, stages=(one, two), replay=replay)
+
+
 def _ordered(ev: Evidence, counts: dict) -> dict[str, int]:
     return {k: int(counts.get(k, 0)) for k in ev.abilities}
 
@@ -358,6 +419,7 @@ class Policy:
     needs: frozenset[str] = frozenset()  # constructions it needs beyond the uniform grid's cells
     baseline: bool = False  # the policy every gain is against, always made, first
     crossfit: bool = False  # chooses from the fitted curves: its predicted gain is cross-fitted
+    staged: bool = False  # orders another policy's counts in stages (predicted as that mix)
 
     def allocate(self, ev: Evidence) -> Allocation:
         return dataclasses.replace(self.build(ev), policy=self.name)
@@ -378,6 +440,19 @@ REGISTRY: tuple[Policy, ...] = (
     ),
     Policy(
         "regression", regression, "RegMix: a law regressed on the mixes", needs=frozenset({"mix"})
+    ),
+    Policy(
+        "dmt",
+        dmt,
+        "DMT's staged recipe at uniform's counts: --specialist first, replay",
+        staged=True,
+    ),
+    Policy(
+        "staged",
+        staged,
+        "a staged mix at marginal's counts: the abilities fed above uniform first, replay",
+        crossfit=True,
+        staged=True,
     ),
 )
 
@@ -412,10 +487,11 @@ def run_order(asked: Iterable[str]) -> tuple[Policy, ...]:
     return (baseline(), *(p for p in REGISTRY if p.name in wanted and not p.baseline))
 
 
-def allowed(constructions: Iterable[str]) -> tuple[str, ...]:
-    """The policies a study whose cells have these ``construction`` values can make."""
+def allowed(constructions: Iterable[str], staged: bool = True) -> tuple[str, ...]:
+    """The policies a study whose cells have these ``construction`` values can make (without
+    ``staged``, less the staged ones: their predictions are another policy's)."""
     have = set(constructions)
-    return tuple(p.name for p in REGISTRY if p.needs <= have)
+    return tuple(p.name for p in REGISTRY if p.needs <= have and (staged or not p.staged))
 
 
 def help_text() -> str:

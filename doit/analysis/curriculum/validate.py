@@ -21,7 +21,12 @@ keeping finished cells. ``compare`` reads the results:
   every benchmark split the grid scored), per ability (the C-Eval sets included), ``macro``
   (the in-domain abilities' mean) and ``overall`` (every test ability's mean), with a paired
   item-bootstrap 95% CI (seeds resampled first); benchmark splits without per-item rows fall
-  back to binomial resampling, said in ``method``.
+  back to binomial resampling, said in ``method``;
+- **forgetting** (``forgetting.csv``, staged policies only): per staged policy and test ability,
+  the score of its first stage's final model and of its last stage's, and ``change`` = last -
+  first with a paired item-bootstrap 95% CI (seeds resampled first), and ``macro``: the
+  in-domain abilities' mean. The first stage's abilities falling is forgetting; the others
+  rising is the second stage learning.
 
 Grid paths are relative to the current directory, as for the study itself: run --validate from
 where the study was planned. This module keeps the statistics; the grid does the training.
@@ -159,7 +164,65 @@ def compare(
             resamples=valid.resamples
         ),
         "differences": differences(selected, items, reps, seed, s.seed_sd),
+        "forgetting": forgetting(result, study, reps),
     }
+
+
+FIRST = "@first"  # a staged policy's first stage, as its mix label in `forgetting`
+FORGETTING = ["policy", "ability", "first", "last", "change", "change_lo", "change_hi"]
+
+
+def forgetting(result: Result, study, replicates: int) -> pd.DataFrame:
+    """forgetting.csv (module docstring) from the validation study's staged cells, read with
+    their earlier stages (`doit.analysis.study.read_study`'s ``stages``)."""
+    from doit.analysis.study import read_study
+
+    staged = {p for p, alloc in result.allocations.items() if alloc.stages}
+    s = result.options.settings
+    if not staged:
+        return pd.DataFrame(columns=FORGETTING)
+    rows = read_study(
+        study, s.formulation, s.cell_formulation, s.formulation_split, s.bases, stages=True
+    )
+    t = rows.table[(rows.table["construction"] == "mix") & rows.table["stage"].notna()]
+    t = t.assign(mix=t["mix"].map(policy_of))
+    t = t[t["mix"].isin(staged) & t["split"].eq("test")]
+    first = t["stage"] == 1
+    t = t[first | ~t["cell"].str.contains("@stage")]  # stage 1 and each cell's own (last)
+    t = t.assign(mix=t["mix"].where(t["stage"] != 1, t["mix"] + FIRST))
+    if t.empty:
+        return pd.DataFrame(columns=FORGETTING)
+    counts = bootstrap_counts(
+        select_checkpoints(t, "last", ("test",)),
+        rows.items,
+        replicates,
+        s.seed,
+        ("test",),
+        s.seed_sd,
+    )
+    out = []
+    for policy in sorted(staged):
+        per = {}
+        for k in sorted(set(counts.points["ability"]), key=_order):
+            try:
+                i, j = counts.column(k, mix=policy + FIRST), counts.column(k, mix=policy)
+            except KeyError:
+                continue
+            per[k] = (counts.score(i), counts.score(j), counts.difference(j, i))
+        scored = list(per)
+        if macro_rule.in_domain(scored):
+            means = [
+                counts.macro({k: e[n] for k, e in per.items()}, scored) or NONE for n in range(3)
+            ]
+            per[MACRO] = tuple(means)
+        for k, (one, last, change) in per.items():
+            lo, hi = change.interval()
+            out.append(
+                dict(zip(FORGETTING, (policy, k, one.point, last.point, change.point, lo, hi)))
+            )
+    return pd.DataFrame(out, columns=FORGETTING).assign(
+        method=counts.method, resamples=counts.resamples
+    )
 
 
 def in_sample(result: Result, reused: dict[int, str] | None = None) -> set[str]:
@@ -297,7 +360,7 @@ def calibration_text(cal: pd.DataFrame) -> str:
 
 
 def blocks(tables: dict[str, pd.DataFrame]) -> list[tuple[str, object]]:
-    cal, diff = tables["calibration"], tables["differences"]
+    cal, diff, forgot = tables["calibration"], tables["differences"], tables.get("forgetting")
     out = [("h2", "Validation: the policies trained, against uniform")]
     if len(cal):
         out.append(("p", calibration_text(cal)))
@@ -315,4 +378,12 @@ def blocks(tables: dict[str, pd.DataFrame]) -> list[tuple[str, object]]:
         ("h3", "Calibration (valid)"),
         ("table", cal.round(2)),
     ]
+    if forgot is not None and len(forgot):
+        out += [
+            (
+                "h3",
+                "Forgetting: the staged policies' test scores after the first stage and the last",
+            ),
+            ("table", forgot.round(2)),
+        ]
     return out

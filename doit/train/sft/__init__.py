@@ -47,11 +47,40 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args) -> RunResult:
-    """Train one cell described by parsed recipe arguments (`doit.train.sft.args.parse_args`)."""
+    """Train one cell described by parsed recipe arguments (`doit.train.sft.args.parse_args`);
+    a staged mix trains stage by stage (`doit.train.sft.stages`)."""
     from doit.train import launch
+    from doit.train.sft import stages
 
+    spec = stages.staged_mix(args)
+    if spec is not None:
+        return _run_stages(args, spec)
     with launch.scoped_environment():
         return _run(args)
+
+
+def _run_stages(args, spec) -> RunResult:
+    """A staged mix's stages in order, each a `run` from the one before's final model
+    (`doit.train.sft.stages`); the staged record written around them."""
+    from doit.train.sft import stages
+
+    out, main = Path(args.training.output_dir), args.training.process_index == 0
+    check_output_dir(args)  # the staged folder against the recipe's own inputs, first
+    info = rundir.read_run_info(out) if (out / rundir.RUN_INFO).is_file() else None
+    stages.check_staged(args, out, identity_differences(info, args, None, True) if info else [])
+    started, base, results = time.perf_counter(), args.model.model_name_or_path, []
+    finished = rundir.is_done(out)  # a rerun: every stage is read back, the record kept
+    if main and not finished:
+        stages.write_staged_info(args, spec)
+    for k, stage in enumerate(spec.stages, 1):
+        results.append(run(parse_args(stages.stage_argv(args, k, stage, base))))
+        base = rundir.model_dir(results[-1].run_dir)
+    if finished:
+        return RunResult(out, rundir.read_done(out), results[-1].checkpoints, trained=False)
+    end = stages.staged_end(results, len(spec.stages), time.perf_counter() - started)
+    if main:
+        stages.finish_staged(out, results, end)
+    return RunResult(out, end, results[-1].checkpoints)
 
 
 def _run(args) -> RunResult:

@@ -84,6 +84,13 @@ class DoitDataArguments:
     mix: str | None = field(
         default=None, metadata={"help": "A mix YAML (doit.data.mixes) drawn from doit_dir."}
     )
+    stage: int | None = field(
+        default=None,
+        metadata={
+            "help": "A staged mix's stage to train alone (1-based; its items, replay included). "
+            "Without it a staged mix trains every stage in order (doit.train.sft.stages)."
+        },
+    )
     subset_dir: str | None = field(
         default=None,
         metadata={
@@ -307,6 +314,8 @@ def validate_data(d: DoitDataArguments) -> None:
             isinstance(value, bool) or not isinstance(value, int) or value < 1
         ):
             raise ConfigError(key, f"expected an integer >= 1, got {value!r}")
+    if d.stage is not None and (not d.mix or isinstance(d.stage, bool) or d.stage < 1):
+        raise ConfigError("stage", f"a stage (an integer >= 1) of a staged --mix; got {d.stage!r}")
     if d.exclude_abilities:
         if d.per_ability is None:
             raise ConfigError(
@@ -336,9 +345,11 @@ def _validate_paths(d: DoitDataArguments) -> None:
         if not Path(d.mix).is_file():
             raise ConfigError("mix", f"no such file: {d.mix}")
         try:
-            load_mix(d.mix)
+            spec = load_mix(d.mix)
         except MixError as e:
             raise ConfigError("mix", str(e)) from None
+        if d.stage is not None and d.stage > len(spec.stages):
+            raise ConfigError("stage", f"{d.stage}: {d.mix} has {len(spec.stages)} stages")
 
 
 def validate_run(r: DoitTrainArguments) -> None:
@@ -504,6 +515,8 @@ def training_identity(cfg: dict) -> dict:
     out = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS}
     if out.get("formulation") == ak.LETTER:  # the default: ids from before formulations hold
         del out["formulation"]
+    if out.get("stage", 0) is None:  # likewise a run that is no stage of a staged mix
+        del out["stage"]
     if cfg.get("global_batch_size"):
         out.pop("per_device_train_batch_size", None)
     if cfg.get("mix"):

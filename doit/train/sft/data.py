@@ -104,7 +104,7 @@ def _drawn(d) -> list[dict]:
     from doit.data.mixes import MixError, sample_mix
 
     try:
-        return sample_mix(draw_spec(d), Path(d.doit_dir))
+        return sample_mix(draw_spec(d), Path(d.doit_dir), stage=d.stage)
     except MixError as e:  # more items than a pool holds
         raise ConfigError(e.key or "mix", str(e)) from None
 
@@ -119,14 +119,17 @@ def check_draw(d, sizes) -> None:
 
     try:
         spec = draw_spec(d)
-        if spec.counts or spec.fill:
-            resolve_counts(spec, sizes(spec.source))
+        for one in [st.spec for st in spec.stages] or [spec]:  # a staged mix: every stage
+            if one.counts or one.fill:
+                resolve_counts(one, sizes(one.source))
+            have = sum(sizes(ab.SYNTHETIC).values()) if one.synthetic else 0
+            if one.synthetic > have:
+                key = "mix" if d.mix else "synthetic"
+                raise ConfigError(
+                    key, f"{one.synthetic} exceeds the synthetic pool of {have} items"
+                )
     except MixError as e:
         raise ConfigError(e.key or "mix", str(e)) from None
-    have = sum(sizes(ab.SYNTHETIC).values()) if spec.synthetic else 0
-    if spec.synthetic > have:
-        key = "mix" if d.mix else "synthetic"
-        raise ConfigError(key, f"{spec.synthetic} exceeds the synthetic pool of {have} items")
 
 
 def valid_items(d) -> list[dict]:
