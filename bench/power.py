@@ -22,9 +22,10 @@ re-drawn around them (items, seed effects, outcomes: rng 1..N):
   (normal approximation: P(lower bound > delta) + P(90% interval inside the margin) + P(upper
   bound < -delta) at se); mean over worlds of (decided - predicted), target within +-1.
 
-The default N keeps it within 20 minutes on 2 idle cores (one process, one core): --studies 10
-took 10.9 CPU min (27.8 min wall on a shared, loaded machine), linear in N, so N = 16 is about
-17.5 CPU min (the bench prints its CPU time).
+The default N keeps it within 20 minutes on 2 idle cores: N = 16 took 5.1 min wall (9.3 CPU
+min, numpy on both cores) on 2026-12-07, linear in N, so N = 40 is about 13 min. N = 16 was too
+few: an SD from 16 worlds is noisy enough (+-18%) that design a's size ratio read 1.20 there,
+and 1.02 against the SD of 120 worlds (the bench prints its wall and CPU time).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from doit.stats import variance as V  # noqa: E402
 from doit.stats.pilot import pilot_inputs  # noqa: E402
 from doit.stats.power import DELTA, Z_EQUIVALENCE, Z, power  # noqa: E402
 
-DEFAULT_STUDIES = 16  # about 17.5 CPU min (the docstring)
+DEFAULT_STUDIES = 40  # about 12 min wall on 2 idle cores (the docstring)
 SEED_SD = 0.4
 PILOT_RNG = 1000
 README = REPO / "doit" / "analysis" / "README.md"

@@ -112,6 +112,11 @@ def curriculum_parser(sub) -> None:
     s.add_argument("--out", required=True, type=Path, help="output folder")
     s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.add_argument("--base", help="the target base (default: the study's largest)")
+    s.add_argument(
+        "--fit-base",
+        help="choose on this base's curves, train on --base; --validate trains on both and "
+        "says whether each policy's gain held (decision.csv)",
+    )
     s.add_argument("--params", type=float, help="a target outside the study: its parameters")
     s.add_argument(
         "--data",
@@ -306,6 +311,7 @@ def curriculum(args) -> int:
         budget=args.budget,
         policies=policies,
         base=args.base,
+        fit_base=args.fit_base,
         params=args.params,
         pools=parse_pairs(args.pools, "--pools") if args.pools else None,
         data=args.data,

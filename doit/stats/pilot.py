@@ -7,7 +7,10 @@ analysis its checkpoint rule):
 
 - ``scores``: each grid point's mean score over its seeds, and ``score`` their mean;
 - ``item_corr``: the mean correlation of two cells' 0/1 outcomes over the items every cell
-  scored (`variance.item_correlation`);
+  scored (`variance.item_correlation`), reported; the model pairs cells by
+- ``difficulty_sd``: the items' logit difficulty SD that reproduces every pair of cells'
+  outcome covariance (`variance.difficulty_sd`), so cells at close scores pair more than
+  cells far apart (`variance.item_covariance`);
 - ``seed_sd``: the bootstrap's seed component (`variance.item_moments`,
   `variance.pooled_seed_variance`) over the points with >= 2 seeds; a pilot without such a
   point takes the prior ``seed_sd`` and says so (``seed_source``);
@@ -26,6 +29,7 @@ import pandas as pd
 from doit.stats.variance import (
     SEED_SD_PRIOR,
     Inputs,
+    difficulty_sd,
     item_clusters,
     item_correlation,
     item_moments,
@@ -84,6 +88,9 @@ def pilot_inputs(
         clustered = len(np.unique(clusters)) < len(clusters)
         shared = present.all(0)
         corr = item_correlation(correct[:, shared]) if shared.sum() >= 2 else np.nan
+        guess = float(np.clip(block["chance"].astype(float).mean() / 100, 0.0, 0.9))
+        guess = guess if np.isfinite(guess) else 0.0
+        sigma = difficulty_sd(correct, present, guess)
         points = block.groupby(["base", "n_per_ability"], sort=True)
         groups = [idx for idx in points.indices.values() if len(idx) >= 2]
         total, noise, df = pooled_seed_variance(item_moments(groups, correct, present))
@@ -98,6 +105,8 @@ def pilot_inputs(
             if clustered
             else design_effect,
             scores=scores,
+            difficulty_sd=float(sigma) if np.isfinite(sigma) else None,
+            guess=guess,
         )
         out[ability] = (
             inputs,

@@ -153,8 +153,8 @@ def ability_inputs(
             inputs, info = pilot[a]
             if a in levels:
                 inputs = replace(inputs, score=levels[a], scores={})
-            if item_corr is not None:
-                inputs = replace(inputs, item_corr=item_corr)
+            if item_corr is not None:  # the user's pairing, for every pair of cells
+                inputs = replace(inputs, item_corr=item_corr, difficulty_sd=None)
             said[a] = f"pilot ({info['items']} items, seed sd: {info['seed_source']})"
         else:
             inputs = V.Inputs(

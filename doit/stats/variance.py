@@ -9,8 +9,15 @@ before it trains (`doit grid plan`, `doit analysis design`). Same estimands, sam
   has item variance p (1 - p) / m x deff (the bootstrap's: the variance of a mean over m
   resampled items; ``design_effect`` deff > 1 for clustered items, 1 for independent ones);
   s seeds on the same items pool to (1 + (s - 1) rho) / s of it. Two points share their items,
-  so their item parts correlate by ``item_corr`` rho (the correlation of two cells' 0/1
-  outcomes over the same items: items have a difficulty every cell sees);
+  so their item parts correlate: items have a difficulty every cell sees. Given the items'
+  **difficulty SD** sigma (``difficulty_sd``: each item's logit offset d ~ N(0, sigma^2),
+  shared by every cell; a cell scoring p answers it with probability sigmoid(eta + d), eta
+  solving E[sigmoid(eta + d)] = p), two points' item outcomes covary by E[sigmoid(eta_a + d)
+  sigmoid(eta_b + d)] - p_a p_b (`item_covariance`, Gauss-Hermite over d), so cells at close
+  scores pair more than cells far apart. Without it (a prior) one ``item_corr`` rho for every
+  pair: rho sqrt(v_a v_b). The pair-blind rho is the mean over the pilot's pairs, far-apart n
+  included: it priced too little pairing for a size contrast of two bases at the same n (the
+  power bench's design a: predicted SE 1.20x the empirical, measured 2026-12-07);
 - a **seed** moves a cell's score by a draw of ``seed_sd`` on the logit of its score (the
   bootstrap's `SeedComponent`, the scale of ``--seed-sd``): (p (1 - p))^2 seed_sd^2 / s for a
   point of s seeds, independent between trainings, shared by a training's abilities;
@@ -33,7 +40,7 @@ estimator of the seed component, kept here so a planner's pilot and the analysis
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -71,6 +78,8 @@ class Inputs:
     seed_sd: float = SEED_SD_PRIOR
     design_effect: float = 1.0
     scores: dict = field(default_factory=dict)
+    difficulty_sd: float | None = None  # logit; measured on a pilot: replaces item_corr
+    guess: float = 0.0  # 0-1: the items' guessing floor (their chance) under difficulty_sd
 
     def at(self, point) -> float:
         """The expected score (0-1) of ``point`` (base, n)."""
@@ -105,11 +114,88 @@ def point_variances(p, items, seeds, inputs: Inputs) -> tuple[np.ndarray, np.nda
 
 def covariance(p, items, seeds, inputs: Inputs) -> np.ndarray:
     """The points' score covariance (points^2): correlated item parts, independent seeds."""
+    if inputs.difficulty_sd is not None:
+        return _difficulty_covariance(p, items, seeds, inputs)
     item, seed = point_variances(p, items, seeds, inputs)
     sd = np.sqrt(item)
     cov = inputs.item_corr * np.outer(sd, sd)
     np.fill_diagonal(cov, item + seed)
     return cov
+
+
+def _difficulty_covariance(p, items, seeds, inputs: Inputs) -> np.ndarray:
+    """`covariance` from the items' difficulty SD: item outcomes covary by `item_covariance`;
+    a point's s seeds on the same items pool to (p (1 - p) + (s - 1) c_pp) / s per item."""
+    p, seeds = np.clip(np.asarray(p, float), 1e-4, 1 - 1e-4), np.asarray(seeds, float)
+    c = item_covariance(p, inputs.difficulty_sd, inputs.guess)
+    own = (p * (1 - p) + (seeds - 1) * np.diag(c)) / seeds
+    cov = c.copy()
+    np.fill_diagonal(cov, own)
+    seed = (p * (1 - p) * inputs.seed_sd) ** 2 / seeds
+    return 1e4 * (cov * inputs.design_effect / items + np.diag(seed))
+
+
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(48)  # E over d ~ N(0, 1)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def item_covariance(p, sigma: float, guess: float = 0.0) -> np.ndarray:
+    """The covariance of two cells' outcomes on one item (P x P), cells scoring ``p`` (0-1),
+    items' logit difficulty d ~ N(0, ``sigma``^2) shared by every cell (module docstring),
+    above a guessing floor ``guess`` (p = guess + (1 - guess) sigmoid(eta + d), IRT's 3PL)."""
+    p = np.atleast_1d(np.asarray(p, float))
+    above = np.clip((p - guess) / (1 - guess), 1e-4, 1 - 1e-4)
+    s = _success(above, sigma)  # (P, nodes)
+    joint = (s * _WEIGHTS) @ s.T
+    mean = s @ _WEIGHTS
+    return (1 - guess) ** 2 * (joint - np.outer(mean, mean))
+
+
+def _success(p: np.ndarray, sigma: float) -> np.ndarray:
+    """sigmoid(eta + sigma z) at the quadrature nodes z, eta solving the mean = ``p`` (P,)."""
+    from scipy.special import expit, logit
+
+    eta = logit(np.clip(p, 1e-6, 1 - 1e-6))
+    for _ in range(60):  # Newton on E[sigmoid(eta + sigma z)] = p, monotone in eta
+        s = expit(eta[:, None] + sigma * _NODES[None])
+        f, df = s @ _WEIGHTS - p, (s * (1 - s)) @ _WEIGHTS
+        step = f / np.maximum(df, 1e-12)
+        eta = eta - np.clip(step, -2, 2)
+        if np.all(np.abs(step) < 1e-10):
+            break
+    return expit(eta[:, None] + sigma * _NODES[None])
+
+
+def difficulty_sd(correct: np.ndarray, present: np.ndarray, guess: float = 0.0) -> float:
+    """The items' logit difficulty SD that makes `item_covariance` match the covariance of
+    every pair of cells' outcomes over the items both scored (``correct``, ``present``: cells
+    x items), by least squares over the pairs; NaN with fewer than two cells that vary."""
+    from scipy.optimize import minimize_scalar
+
+    y, seen = np.asarray(correct, float), np.asarray(present, bool)
+    keep = [i for i in range(len(y)) if seen[i].sum() >= 2 and y[i][seen[i]].std() > 0]
+    pairs = [(i, j) for a, i in enumerate(keep) for j in keep[a + 1 :]]
+    obs, pa, pb = [], [], []
+    for i, j in pairs:
+        both = seen[i] & seen[j]
+        if both.sum() < 2:
+            continue
+        a, b = y[i][both], y[j][both]
+        obs.append(np.mean((a - a.mean()) * (b - b.mean())))
+        pa.append(a.mean())
+        pb.append(b.mean())
+    if not obs:
+        return np.nan
+    obs, pa, pb = (np.array(v) for v in (obs, pa, pb))
+    levels = np.clip((np.concatenate([pa, pb]) - guess) / (1 - guess), 1e-4, 1 - 1e-4)
+
+    def loss(sigma):
+        s = _success(levels, sigma)
+        sa, sb = s[: len(pa)], s[len(pa) :]
+        model = (sa * sb) @ _WEIGHTS - (sa @ _WEIGHTS) * (sb @ _WEIGHTS)
+        return float(np.sum((obs - (1 - guess) ** 2 * model) ** 2))
+
+    return float(minimize_scalar(loss, bounds=(0.0, 8.0), method="bounded").x)
 
 
 def line_weights(x, p, items, seeds, per: float) -> np.ndarray:
@@ -175,7 +261,7 @@ def macro_difference_se(by_ability: dict, items: int, seeds_a: int, seeds_b: int
     item_var, seed_sum = 0.0, 0.0
     for inputs in by_ability.values():
         p = inputs.score / 100
-        no_seed = Inputs(inputs.score, inputs.item_corr, 0.0, inputs.design_effect)
+        no_seed = replace(inputs, seed_sd=0.0, scores={})
         item_var += difference_se(no_seed, items, seeds_a, seeds_b) ** 2
         seed_sum += 100 * p * (1 - p) * inputs.seed_sd
     seed_var = seed_sum**2 * (1 / seeds_a + 1 / seeds_b)

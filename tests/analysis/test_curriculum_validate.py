@@ -333,3 +333,54 @@ def test_forgetting_compares_a_staged_policys_first_stage_with_its_last(study, t
 def result_without_stages(result):
     plain = {p: replace(a, stages=()) for p, a in result.allocations.items()}
     return replace(result, allocations=plain)
+
+
+def test_fit_base_chooses_on_one_base_and_the_decision_table_compares_both(tmp_path):
+    """--fit-base xs: the counts come from xs's curves (the evidence's target), the mixes are
+    for s; decision.csv holds each policy's test macro gain on both and whether its sign held."""
+    curves = {k: Curve(a=-1.5, b_data=0.6, b_size=0.3) for k in ab.ABILITY_KEYS}
+    table, _, _ = planted_study(
+        curves,
+        bases={"xs": 1e6, "s": 4e6},
+        ns=(4, 16, 64),
+        n_items=100,
+        epochs=(3.0,),
+        per_item=False,
+        rng=1,
+    )
+    path = tmp_path / "two.csv"
+    table.to_csv(path, index=False)
+    options = Options(
+        budget=120,
+        policies=("marginal",),
+        fit_base="xs",
+        base="s",
+        pools=dict.fromkeys(ab.ABILITY_KEYS, 1000),
+        settings=replace(SETTINGS, replicates=20),
+    )
+    ev = make(path, options).evidence
+    assert ev.target == "xs" and ev.trained_on == "s"
+    with pytest.raises(CurriculumError, match="--base 'xl' is not in the study"):
+        make(path, replace(options, base="xl"))
+    diff = pd.DataFrame(
+        [
+            dict(
+                base=b,
+                policy=p,
+                split="test",
+                ability="macro",
+                diff=d,
+                diff_lo=d - 1,
+                diff_hi=d + 1,
+            )
+            for b, p, d in [
+                ("xs", "marginal", 3.0),
+                ("s", "marginal", 2.0),
+                ("xs", "reconstruct", 1.5),
+                ("s", "reconstruct", -0.5),
+            ]
+        ]
+    )
+    made = val.decision(diff, "xs", "s").set_index("policy")
+    assert made.loc["marginal", "held"] and not made.loc["reconstruct", "held"]
+    assert made.loc["marginal", "diff_fit"] == 3.0 and made.loc["marginal", "diff"] == 2.0

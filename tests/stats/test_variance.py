@@ -124,3 +124,38 @@ def test_a_pilot_with_clustered_items_measures_their_design_effect():
     biology, info = inputs["biology"]
     assert info["design_source"] == "pilot" and biology.design_effect == pytest.approx(2, rel=0.2)
     assert inputs["code"][1]["design_source"] == "given" and inputs["code"][0].design_effect == 1.3
+    chinese = inputs["chinese"][0]  # pairs cells by the items' difficulty above its chance
+    assert 0.3 < chinese.difficulty_sd < 3 and chinese.guess == pytest.approx(0.135)
+    from doit.stats.planner import ability_inputs
+
+    given, _ = ability_inputs(inputs, item_corr=0.3)  # the user's pairing for every pair
+    assert given["code"].difficulty_sd is None and given["code"].item_corr == 0.3
+
+
+def test_the_difficulty_model_pairs_close_cells_more_than_far_ones():
+    """Items with a shared logit difficulty (and a guessing floor): no spread, no covariance;
+    a cell's own item variance is p (1 - p) at most; cells at close scores covary more than
+    cells far apart (the pair-blind rho priced every pair alike)."""
+    p = np.array([0.45, 0.5, 0.9])
+    assert np.allclose(V.item_covariance(p, 0.0), 0.0, atol=1e-12)
+    c = V.item_covariance(p, 1.5, guess=0.25)
+    assert (np.diag(c) < p * (1 - p)).all() and (np.diag(c) > 0).all()
+    corr = c / np.sqrt(np.outer(np.diag(c), np.diag(c)))
+    assert corr[0, 1] > corr[0, 2] > 0
+    flat = V.Inputs(score=50, seed_sd=0.0)
+    paired = V.Inputs(score=50, seed_sd=0.0, difficulty_sd=1.5)
+    assert V.size_se(SHAPE, paired) < V.size_se(SHAPE, flat)  # pairing shrinks a contrast
+
+
+@pytest.mark.parametrize("sigma,guess", [(0.6, 0.0), (1.5, 0.25)])
+def test_the_difficulty_sd_is_recovered_from_cells_outcomes(sigma, guess):
+    from scipy.special import expit
+
+    estimates = []
+    for r in range(6):
+        rng = np.random.default_rng(r)
+        d = rng.normal(0, sigma, 400)
+        p = guess + (1 - guess) * expit(np.linspace(-1.5, 2, 8)[:, None] + d[None])
+        y = (rng.random(p.shape) < p).astype(float)
+        estimates.append(V.difficulty_sd(y, np.ones_like(y, bool), guess))
+    assert np.mean(estimates) == pytest.approx(sigma, abs=0.2)

@@ -45,6 +45,7 @@ class Evidence:
     upper: dict[str, int]
     tokens: dict[str, float]  # assistant tokens per item (NaN when the study lacks them)
     best_n: dict[str, int]  # the uniform n with the best observed score on the target
+    trained_on: str = ""  # where the mixes are trained: the target, or --base under --fit-base
     notes: list[str] = field(default_factory=list)
     reach: dict[str, float] = field(default_factory=dict)  # ability -> x its largest observed n
     heldout: dict[str, float] = field(default_factory=dict)  # its held-out one-step error, points
@@ -118,6 +119,7 @@ def gather(source, options: Options) -> Evidence:
         upper,
         tokens,
         best_observed(a.counts, target, abilities),
+        trained_on=_trained_on(a, options, target),
     )
     ev.reach, ev.heldout, reach_said = reach_of(a, target, abilities, options)
     ev.notes += said + reach_said + beyond_notes(a, options)
@@ -211,8 +213,23 @@ def beyond_notes(a: Analysis, options: Options) -> list[str]:
     ]
 
 
+def _trained_on(a: Analysis, options: Options, target: str) -> str:
+    """Where the mixes train: ``--base`` (default the study's largest) under ``--fit-base``,
+    else the target itself; a CurriculumError for a --base the study lacks."""
+    if options.fit_base is None:
+        return target
+    bases = set(a.counts.points["base"].astype(str))
+    base = options.base or str(a.counts.points.sort_values("params")["base"].iloc[-1])
+    if base not in bases:
+        raise CurriculumError(
+            f"--base {base!r} is not in the study (bases: {', '.join(sorted(bases))})"
+        )
+    return base
+
+
 def _target(a: Analysis, abilities, options: Options):
-    """(target name, params, curves per ability) for --base or --params."""
+    """(target name, params, curves per ability) for --fit-base, --base or --params (the base
+    whose curves choose)."""
     pts = a.counts.points
     grid = pts[same_n_rows(pts)]
     bases = grid.drop_duplicates("base").set_index("base")["params"].astype(float)
@@ -222,8 +239,10 @@ def _target(a: Analysis, abilities, options: Options):
             "curves on; add data.per_ability to its grid"
         )
     if options.params is not None:
+        if options.fit_base is not None:
+            raise CurriculumError("--fit-base chooses on a base of the study: not with --params")
         return _by_params(a, abilities, float(options.params), bases)
-    base = options.base or bases.idxmax()
+    base = options.fit_base or options.base or bases.idxmax()
     if base not in bases.index:
         raise CurriculumError(
             f"base {base!r} is not in the study (bases: "

@@ -46,6 +46,7 @@ class Options:
     budget: int  # items (or assistant tokens with unit tokens) every equal-budget policy spends
     policies: tuple[str, ...] = ("marginal",)  # which policies (uniform always comes along)
     base: str | None = None  # the target base; None: the study's largest
+    fit_base: str | None = None  # the base whose curves choose (None: the target); trains on both
     params: float | None = None  # a target outside the study, by non-embedding parameters
     pools: dict[str, int] | None = None  # ability -> items the mix can draw (None: from data)
     data: str | None = None  # the corpus the mix draws from (pools), if pools are not given

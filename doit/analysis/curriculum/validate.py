@@ -53,8 +53,9 @@ NONE = Estimate(np.nan, None)  # a summary row's values when its abilities are n
 
 
 def validation_grid(result: Result, out: Path, seeds=(0, 1)) -> dict:
-    """The validation grid's mapping (module docstring); CurriculumError when the study is not
-    a planned study folder or the target is not one of its bases."""
+    """The validation grid's mapping (module docstring) on the base the mixes are for;
+    CurriculumError when the study is not a planned study folder or the base is not one of
+    its bases."""
     from doit.grid import mix_grid
 
     return _asked(mix_grid, **_request(result, out, seeds))[0]
@@ -68,30 +69,73 @@ def run(
     threads: int | None = None,
     backend: str = "local",
 ) -> dict[str, pd.DataFrame]:
-    """Train the policies' mixes (`doit.grid.train_mixes`), compare; the tables are written."""
+    """Train the policies' mixes (`doit.grid.train_mixes`) on the base they are for and, under
+    ``--fit-base``, on the base they were chosen on too (``validate/fit-<base>/``); compare;
+    the tables are written into ``validate/``."""
     from doit.grid import train_mixes
 
-    folder = Path(out) / "validate"
-    trained = _asked(
-        train_mixes,
-        **_request(result, out, seeds),
-        where=folder,
-        made_by="doit analysis curriculum --validate",
-        max_parallel=max_parallel,
-        threads=threads,
-        backend=backend,
-    )
-    tables = compare(result, trained.study, reused=trained.reused)
+    ev, folder = result.evidence, Path(out) / "validate"
+    tables_by = {}
+    for base in dict.fromkeys([ev.trained_on, ev.target]):  # the trained base first
+        where = folder if base == ev.trained_on else folder / f"fit-{base}"
+        trained = _asked(
+            train_mixes,
+            **_request(result, out, seeds, base),
+            where=where,
+            made_by="doit analysis curriculum --validate",
+            max_parallel=max_parallel,
+            threads=threads,
+            backend=backend,
+        )
+        tables_by[base] = compare(result, trained.study, reused=trained.reused)
+    tables = combined(result, tables_by)
     for name, df in tables.items():
         with atomic_path(folder / f"{name}.csv") as tmp:
             df.to_csv(tmp, index=False)
     return tables
 
 
-def _request(result: Result, out: Path, seeds) -> dict:
-    """What the grid trains: the equal-budget policies' mixes on the target, the baseline's
-    (uniform's) reusable (the study's own cells that would draw it again, among the analysed
-    ones)."""
+def combined(result: Result, by: dict[str, dict]) -> dict[str, pd.DataFrame]:
+    """One set of tables from each base's `compare`: calibration on the base the curves chose
+    on (its predictions are that base's), differences and forgetting with a ``base`` column,
+    and under ``--fit-base`` the **decision** table (`decision`)."""
+    ev = result.evidence
+    out = {"calibration": by[ev.target]["calibration"]}
+    for name in ("differences", "forgetting"):
+        out[name] = pd.concat(
+            [t[name].assign(base=base) for base, t in by.items()], ignore_index=True
+        )
+    if ev.target != ev.trained_on:
+        out["decision"] = decision(out["differences"], ev.target, ev.trained_on)
+    return out
+
+
+DECISION = ["policy", "fit_base", "diff_fit", "lo_fit", "hi_fit", "base", "diff", "lo", "hi"]
+
+
+def decision(diff: pd.DataFrame, fit_base: str, base: str) -> pd.DataFrame:
+    """decision.csv: per policy, its test macro difference from uniform on the base it was
+    chosen on and on the base it is for, and ``held``: the same sign on both (DataDecide's
+    question: does a choice made small hold at the larger size)."""
+    macro = diff[(diff["split"] == "test") & (diff["ability"] == MACRO)].set_index(
+        ["base", "policy"]
+    )
+    rows = []
+    for policy in sorted(set(macro.index.get_level_values("policy"))):
+        if (fit_base, policy) not in macro.index or (base, policy) not in macro.index:
+            continue
+        f, t = macro.loc[(fit_base, policy)], macro.loc[(base, policy)]
+        values = (policy, fit_base, f["diff"], f["diff_lo"], f["diff_hi"], base)
+        rows.append(dict(zip(DECISION, (*values, t["diff"], t["diff_lo"], t["diff_hi"]))))
+    table = pd.DataFrame(rows, columns=DECISION)
+    table["held"] = np.sign(table["diff_fit"]) == np.sign(table["diff"])
+    return table
+
+
+def _request(result: Result, out: Path, seeds, base: str | None = None) -> dict:
+    """What the grid trains: the equal-budget policies' mixes on ``base`` (default the base
+    they are for), the baseline's (uniform's) reusable (the study's own cells that would draw
+    it again, among the analysed ones)."""
     from doit.grid import Reusable
 
     budget, ev = result.options.budget, result.evidence
@@ -102,7 +146,7 @@ def _request(result: Result, out: Path, seeds) -> dict:
     ]
     return dict(
         source=ev.analysis.source,
-        base=ev.target,
+        base=base or ev.trained_on,
         mixes=mixes,
         seeds=seeds,
         name=f"curriculum-{budget}",
@@ -378,6 +422,15 @@ def blocks(tables: dict[str, pd.DataFrame]) -> list[tuple[str, object]]:
         ("h3", "Calibration (valid)"),
         ("table", cal.round(2)),
     ]
+    made = tables.get("decision")
+    if made is not None and len(made):
+        out += [
+            (
+                "h3",
+                "Decisions across sizes: each policy's test macro gain where it was chosen and where it is for",
+            ),
+            ("table", made.round(2)),
+        ]
     if forgot is not None and len(forgot):
         out += [
             (
