@@ -156,41 +156,49 @@ def _planted_validation(folder, better: float):
                     if split == "valid" and k.startswith("ceval"):
                         continue
                     p = 0.5 + (better / 100 if policy == "marginal" and k == "biology" else 0)
-                    correct = rng.random(100) < p
-                    rows.append(
-                        dict(
-                            cell=cell,
-                            base="tiny",
-                            arch="llama",
-                            params=1000,
-                            construction="mix",
-                            mix=f"{policy}-{BUDGET}",
-                            n_total=BUDGET,
-                            seed=seed,
-                            epoch=1.0,
-                            step=2,
-                            split=split,
-                            ability=k,
-                            score=100 * correct.mean(),
-                            n_items=100,
-                            chance=25.0,
-                        )
-                    )
-                    items += [
-                        dict(
-                            cell=cell,
-                            epoch=1.0,
-                            split=split,
-                            ability=k,
-                            type=k,
-                            idx=i,
-                            answer_kind="mc",
-                            correct=bool(c),
-                        )
-                        for i, c in enumerate(correct)
-                    ]
+                    row, mine = planted_rows(cell, policy, seed, split, k, rng.random(100) < p)
+                    rows.append(row)
+                    items += mine
             write_shard(folder, cell, frame(items, per_item=True), per_item=True)
             write_shard(folder, cell, frame(rows))
+
+
+def planted_rows(cell, policy, seed, split, ability, correct, step=2, **extra):
+    """One validation cell's results row and per-item rows for ``ability``'s outcomes
+    ``correct`` (``extra``: columns both carry, such as ``stage``)."""
+    row = dict(
+        cell=cell,
+        base="tiny",
+        arch="llama",
+        params=1000,
+        construction="mix",
+        mix=f"{policy}-{BUDGET}",
+        n_total=BUDGET,
+        seed=seed,
+        epoch=1.0,
+        step=step,
+        split=split,
+        ability=ability,
+        score=100 * correct.mean(),
+        n_items=100,
+        chance=25.0,
+        **extra,
+    )
+    items = [
+        dict(
+            cell=cell,
+            epoch=1.0,
+            split=split,
+            ability=ability,
+            type=ability,
+            idx=i,
+            answer_kind="mc",
+            correct=bool(c),
+            **extra,
+        )
+        for i, c in enumerate(correct)
+    ]
+    return row, items
 
 
 def test_the_comparison_is_paired_on_test_and_calibrated_on_valid(result, tmp_path):
@@ -280,40 +288,9 @@ def test_forgetting_compares_a_staged_policys_first_stage_with_its_last(study, t
         for stage, p in plan.items():
             for k in ab.ABILITY_KEYS:
                 correct = rng.random(100) < p.get(k, 0.5)
-                rows.append(
-                    dict(
-                        cell=cell,
-                        base="tiny",
-                        arch="llama",
-                        params=1000,
-                        construction="mix",
-                        mix=f"dmt-{BUDGET}",
-                        n_total=BUDGET,
-                        seed=seed,
-                        epoch=1.0,
-                        step=stage,
-                        split="test",
-                        ability=k,
-                        score=100 * correct.mean(),
-                        n_items=100,
-                        chance=25.0,
-                        stage=stage,
-                    )
-                )
-                items += [
-                    dict(
-                        cell=cell,
-                        stage=stage,
-                        epoch=1.0,
-                        split="test",
-                        ability=k,
-                        type=k,
-                        idx=i,
-                        answer_kind="mc",
-                        correct=bool(c),
-                    )
-                    for i, c in enumerate(correct)
-                ]
+                row, mine = planted_rows(cell, "dmt", seed, "test", k, correct, stage, stage=stage)
+                rows.append(row)
+                items += mine
         write_shard(tmp_path, cell, frame(items, per_item=True), per_item=True)
         write_shard(tmp_path, cell, frame(rows))
     forgot = val.forgetting(staged, tmp_path, 200).set_index("ability")
