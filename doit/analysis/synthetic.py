@@ -483,14 +483,11 @@ def planted_saturation(
 
 
 def planted_class(value: float, delta: float) -> str:
-    """The planted class of a true sensitivity with margin ``delta`` (sensitivity.DELTA)."""
-    if np.isnan(value):
-        return "undetermined"
-    if value > delta:
-        return "responsive"
-    if value < -delta:
-        return "harmed"
-    return "resistant"
+    """The planted class of a true sensitivity with margin ``delta`` (sensitivity.DELTA): the
+    analysis's rule (`sensitivity.classify`) read at a value known without noise."""
+    from doit.analysis.sensitivity import UNDETERMINED, classify
+
+    return UNDETERMINED if np.isnan(value) else classify(value, value, delta)
 
 
 def planted_truth(levers: dict, design: Design, seed_sd: float, delta: float | None = None):

@@ -426,3 +426,11 @@ def test_the_reference_study_grid_parses_with_its_budget_cuts():
     ]
     assert grid.seeds == (0, 1, 2) and grid.formulations == ("text",)
     assert (grid.items_scored("valid"), grid.items_scored("test")) == (100, None)
+
+
+def test_the_curriculum_validation_grid_parses_with_its_transfer_and_mixture_cells():
+    grid = load_grid(REPO / "studies/curriculum_micro/grid.yaml")
+    assert [b.name for b in grid.bases] == ["vanilla_xs", "vanilla_s"]
+    assert tuple(grid.data["loo"].bases) == ("vanilla_xs", "vanilla_s")
+    assert grid.data["random_mixes"].total == 1280 and grid.formulations == ("text",)
+    assert (grid.items_scored("valid"), grid.items_scored("test")) == (100, None)
