@@ -34,7 +34,5 @@ cp "$OUT"/s/curriculum.csv "$OUT"/s/transfer.csv "$OUT"/s/regression.csv "$OUT"/
 cp "$OUT"/s/mixes/*.yaml "$HERE/result/mixes/"
 cp "$OUT"/s/validate/*.csv "$HERE/result/"
 cp "$OUT"/xs_to_s/curriculum.csv "$OUT"/xs_to_s/validate/*.csv "$HERE/result/decision/"
-$PY -c "import gzip,sys; from doit.grid import read_results; from doit.grid.results import read_items
-for name, t in (('results', read_results(sys.argv[1])), ('results.items', read_items(sys.argv[1]))):
-    gzip.GzipFile(sys.argv[2] + '/' + name + '.csv.gz', 'wb', mtime=0).write(t.to_csv(index=False).encode())" \
-  $STUDY "$HERE/result"
+$PY -c "import sys; sys.path.insert(0, 'studies/micro_reference'); import grade
+grade.write_tables(sys.argv[1], __import__('pathlib').Path(sys.argv[2]))" $STUDY "$HERE/result"

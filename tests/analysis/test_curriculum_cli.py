@@ -272,3 +272,24 @@ def test_the_pool_flag_keeps_its_old_spelling_as_a_deprecated_alias():
     ]
     helps = {a.dest: a.help for a in curriculum._actions}
     assert "--source is its old spelling, deprecated" in helps["pool"]
+
+
+def test_regressions_trees_and_the_curves_may_have_different_replicate_counts(tables):
+    """The trees bootstrap TREE_REPLICATES (50) fits whatever --replicates says; with more (here
+    60) the baseline's arm noise is drawn per replicate count (it was drawn once, at the
+    curves' count, and failed to broadcast)."""
+    if lightgbm_module() is None:
+        pytest.fail("lightgbm is part of `make`'s install (the mixing extra)")
+    from doit.analysis.curriculum.regression import TREE_REPLICATES
+
+    options = Options(
+        budget=640,
+        policies=("marginal", "regression"),
+        model="lightgbm",
+        pools=dict.fromkeys(KEYS, 1000),
+        settings=replace(SETTINGS, replicates=TREE_REPLICATES + 10),
+    )
+    table = make(tables[0], options).table
+    macro = table[table["ability"] == "macro"].set_index("policy")
+    assert {"uniform", "marginal", "regression"} <= set(macro.index)
+    assert (macro["gain_lo"] <= macro["gain"]).all() and (macro["gain"] <= macro["gain_hi"]).all()

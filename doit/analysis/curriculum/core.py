@@ -130,7 +130,8 @@ def predictions(ev: Evidence, allocations: dict, crossed: dict | None = None) ->
     base_counts = allocations[policies.baseline().name].counts
     rows = []
     w = ev.weights / ev.weights.sum()
-    base_noise = None
+    base_noise = {}  # replicates -> the baseline's arm noise (one draw per replicate count:
+    # the curves' models and regression's bootstrap may have different numbers of replicates)
     for stream, alloc in enumerate(allocations.values()):
         model = alloc.model
         if id(model) not in baseline:
@@ -141,16 +142,17 @@ def predictions(ev: Evidence, allocations: dict, crossed: dict | None = None) ->
             point, reps, base_pt, base_reps = crossed[alloc.policy]
         how = crossfit.CROSSFIT if alloc.policy in crossed else crossfit.PLUG_IN
         if reps is not None:  # what the trained runs add: a seed each, extrapolation error
-            if base_noise is None:
-                base_noise = crossfit.arm_noise(ev, base_counts, base_pt, len(reps), 0)
+            r = len(reps)
+            if r not in base_noise:
+                base_noise[r] = crossfit.arm_noise(ev, base_counts, base_pt, r, 0)
             baseline_row = alloc.policy == policies.baseline().name
             noise = (
-                base_noise
+                base_noise[r]
                 if baseline_row
-                else crossfit.arm_noise(ev, alloc.counts, point, len(reps), stream)
+                else crossfit.arm_noise(ev, alloc.counts, point, r, stream)
             )
             reps = reps + noise
-            base_reps = None if base_reps is None else base_reps + base_noise
+            base_reps = None if base_reps is None else base_reps + base_noise[r]
         how += "; a training seed per arm and the held-out extrapolation error"
         for i, k in enumerate(ev.abilities):
             n = alloc.counts[k]
