@@ -34,5 +34,8 @@ cp "$OUT"/s/curriculum.csv "$OUT"/s/transfer.csv "$OUT"/s/regression.csv "$OUT"/
 cp "$OUT"/s/mixes/*.yaml "$HERE/result/mixes/"
 cp "$OUT"/s/validate/*.csv "$HERE/result/"
 cp "$OUT"/xs_to_s/curriculum.csv "$OUT"/xs_to_s/validate/*.csv "$HERE/result/decision/"
-$PY -c "import sys; sys.path.insert(0, 'studies/micro_reference'); import grade
-grade.write_tables(sys.argv[1], __import__('pathlib').Path(sys.argv[2]))" $STUDY "$HERE/result"
+tables() { $PY $HERE/tables.py "$@"; }   # results and per-item rows, stages included, gzip
+tables $STUDY "$HERE/result" grid_results
+tables $OUT/s/validate/study "$HERE/result" validate_results
+tables $OUT/xs_to_s/validate/study "$HERE/result/decision" validate_s_results
+tables $OUT/xs_to_s/validate/fit-vanilla_xs/study "$HERE/result/decision" validate_xs_results

@@ -2,7 +2,7 @@
 `doit analysis run --seed-sd` (doit/analysis/README.md, Seed variance).
 
 `reconstruct` trained uniform's mix with uniform's seeds 0 and 1 and scored uniform's numbers,
-so the old seed resampling's interval on its difference (`result/differences.csv`) is about
+so the old seed resampling's interval on its difference (`issue22/differences.csv`) is about
 +-|S0 - S1|, the two seeds' gap on the same 100 test items. Per in-domain ability the method
 of moments of doit.analysis.bootstrap gives the seed variance on the score's logit scale,
 gap^2 / 2 - p (1 - p) / 100 over (p (1 - p))^2, pooled over the ten abilities (1 df each).
@@ -17,7 +17,7 @@ import pandas as pd
 
 from doit.data.abilities import ABILITY_KEYS
 
-RESULT = Path(__file__).with_name("result") / "differences.csv"
+RESULT = Path(__file__).with_name("issue22") / "differences.csv"  # the 2,560-item study
 TEST_ITEMS = 100  # test items per in-domain ability in the micro corpus
 
 
