@@ -360,4 +360,5 @@ def test_fit_base_chooses_on_one_base_and_the_decision_table_compares_both(tmp_p
     )
     made = val.decision(diff, "xs", "s").set_index("policy")
     assert made.loc["marginal", "held"] and not made.loc["reconstruct", "held"]
+    assert made.loc["marginal", "confirmed"] and not made.loc["reconstruct", "confirmed"]
     assert made.loc["marginal", "diff_fit"] == 3.0 and made.loc["marginal", "diff"] == 2.0

@@ -115,8 +115,9 @@ DECISION = ["policy", "fit_base", "diff_fit", "lo_fit", "hi_fit", "base", "diff"
 
 def decision(diff: pd.DataFrame, fit_base: str, base: str) -> pd.DataFrame:
     """decision.csv: per policy, its test macro difference from uniform on the base it was
-    chosen on and on the base it is for, and ``held``: the same sign on both (DataDecide's
-    question: does a choice made small hold at the larger size)."""
+    chosen on and on the base it is for, ``held``: the same sign on both (DataDecide's
+    question: does a choice made small hold at the larger size), and ``confirmed``: both
+    intervals exclude 0 on the same side (held, and shown to hold)."""
     macro = diff[(diff["split"] == "test") & (diff["ability"] == MACRO)].set_index(
         ["base", "policy"]
     )
@@ -129,6 +130,8 @@ def decision(diff: pd.DataFrame, fit_base: str, base: str) -> pd.DataFrame:
         rows.append(dict(zip(DECISION, (*values, t["diff"], t["diff_lo"], t["diff_hi"]))))
     table = pd.DataFrame(rows, columns=DECISION)
     table["held"] = np.sign(table["diff_fit"]) == np.sign(table["diff"])
+    above = (table["lo_fit"] > 0) & (table["lo"] > 0)
+    table["confirmed"] = above | ((table["hi_fit"] < 0) & (table["hi"] < 0))
     return table
 
 
