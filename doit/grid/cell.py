@@ -208,39 +208,44 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
     base = grid.base(cell.base)
     common = cell_columns(cell, base, info)
     if cell.kind == "base":  # the untuned base, rendered as its fine-tuned cells train
-        targets = [(None, False, 0.0, 0, base.resolved, metrics)]
+        targets = [(None, False, 0.0, 0, base.resolved, metrics, {})]
         kw = {"chat_format": base.chat_format, "seed": cell.seed}
     else:
-        targets, kw = scored_models(run, grid.eval_epochs), {}
+        targets, kw = scored_models(run, grid.eval_epochs, info), {}
     rows, items = [], []
     formulations = evaluate.formulations_to_score(cell.formulation, grid)
-    for stage, earlier, epoch, step, model_dir, logged in targets:
+    for stage, earlier, epoch, step, model_dir, logged, data in targets:
         where = evaluate.checkpoint_folder(folder, epoch, step, stage if earlier else None)
         scored = evaluate.score_model(
             model_dir, where, doit_dir, grid, **kw, formulations=formulations
         )
         at = {"stage": stage, "epoch": epoch, "step": step, **checkpoint_columns(logged, step)}
+        mine = []
         for (split, formulation), scores in scored.items():
             r, i = evaluate.score_rows(split, scores, formulation)
-            rows += [{**common, **at, **x} for x in r]
+            mine += [{**common, **at, **x} for x in r]
             items += [{"cell": cell.id, "stage": stage, "epoch": epoch, **x} for x in i]
         bench = evaluate.score_benchmarks(model_dir, where, grid.benchmarks, cell.id, **kw)
         for split, result in bench.items():
-            rows += [{**common, **at, **x} for x in evaluate.benchmark_rows(split, result)]
-    return [own_columns(r, info.get("data", {})) for r in rows], items
+            mine += [{**common, **at, **x} for x in evaluate.benchmark_rows(split, result)]
+        rows += [own_columns(r, data) for r in mine]
+    return rows, items
 
 
-def scored_models(run: Path, eval_epochs) -> list[tuple]:
-    """(stage, earlier, epoch, step, model dir, metrics rows) of what a trained cell scores:
-    the checkpoints ``eval_epochs`` names (stage None; a staged run's: its last stage K), and
-    a staged run's earlier stages' final models (``earlier``, for forgetting: stage k)."""
+def scored_models(run: Path, eval_epochs, info: dict) -> list[tuple]:
+    """(stage, earlier, epoch, step, model dir, metrics rows, run_info data) of what a trained
+    cell scores: the checkpoints ``eval_epochs`` names (stage None; a staged run's: its last
+    stage K, with the run's data summed over its stages: ``info``, its run_info.json), and a
+    staged run's earlier stages' final models (``earlier``, for forgetting: stage k, with
+    what that stage trained on)."""
     metrics = rundir.read_metrics(run) if (run / rundir.METRICS).is_file() else []
     earlier = evaluate.earlier_stages(run)
     last = len(earlier) + 1 if earlier else None
     own = evaluate.checkpoints_to_score(run, eval_epochs)
-    out = [(last, False, e, s, m, metrics) for e, s, m in own]
+    out = [(last, False, e, s, m, metrics, info.get("data", {})) for e, s, m in own]
     for k, epoch, step, model in earlier:
-        out.append((k, True, epoch, step, model, rundir.read_metrics(model)))
+        data = rundir.read_run_info(model).get("data", {})
+        out.append((k, True, epoch, step, model, rundir.read_metrics(model), data))
     return out
 
 

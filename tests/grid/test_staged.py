@@ -51,6 +51,9 @@ def test_each_earlier_stage_is_scored_for_forgetting(study):
     assert any(p.name.startswith("stage1-e") for p in (study / "cells" / cell / "eval").iterdir())
     items = read_items(study, stages=True)
     assert set(items.loc[items["cell"] == cell, "stage"]) == {1, 2}
+    own = staged.set_index(["stage", "split", "ability"])["n_own"]  # what each stage had seen
+    assert own[(1, "test", "math")] == 2 and own[(1, "test", "biology")] == 0
+    assert own[(2, "test", "biology")] == 2 and own[(2, "test", "math")] >= 2
 
 
 def test_retention_prunes_each_stages_checkpoints_and_keeps_their_models(study):
