@@ -20,19 +20,38 @@ from doit.train import rundir
 
 
 def cell_steps(study, cell: Cell) -> tuple[str, int, int | None]:
-    """(phase, step, max_steps) of a cell from its files: pretrain / train / scoring / waiting."""
+    """(phase, step, max_steps) of a cell from its files: pretrain / train / scoring / waiting
+    (a staged run training: its newest stage's, the phase ``train stage <k>``)."""
     run = Path(cell.path) if cell.kind == "pretrain" else Path(study) / "cells" / cell.id / "run"
     if cell.kind == "base":
         return "scoring", 0, None
+    stage = _training_stage(run)
+    if stage is not None:
+        phase, step, total = cell_steps_of(rundir.stage_dir(run, stage), "train")
+        if phase == "waiting":  # its folder made, nothing logged yet
+            return f"train stage {stage}", 0, None
+        return f"train stage {stage}", step, step if phase == "scoring" else total
+    return cell_steps_of(run, "pretrain" if cell.kind == "pretrain" else "train")
+
+
+def _training_stage(run: Path) -> int | None:
+    """The newest stage of a staged run that is not finished yet (None: no stages, or done)."""
+    if rundir.is_done(run) or not (run / rundir.STAGES).is_dir():
+        return None
+    stages = [int(p.name) for p in (run / rundir.STAGES).iterdir() if p.name.isdecimal()]
+    return max(stages) if stages else None
+
+
+def cell_steps_of(run: Path, phase: str) -> tuple[str, int, int | None]:
+    """(phase, step, max_steps) of one run dir from its metrics.jsonl and run_info.json."""
     rows = rundir.read_metrics(run) if (run / rundir.METRICS).is_file() else []
     if not rows:
         return "waiting", 0, None
     if rows[-1].get("kind") == "end":
-        return ("scoring" if cell.kind != "pretrain" else "saving"), rows[-1]["step"], None
+        return ("scoring" if phase == "train" else "saving"), rows[-1]["step"], None
     total = next((r.get("max_steps") for r in rows if r.get("kind") == "start"), None)
     if total is None and (run / rundir.RUN_INFO).is_file():
         total = rundir.read_run_info(run).get("schedule", {}).get("max_steps")
-    phase = "pretrain" if cell.kind == "pretrain" else "train"
     return phase, max(int(r.get("step") or 0) for r in rows), total
 
 

@@ -29,6 +29,20 @@ def test_a_cells_phase_and_steps_come_from_its_files(tmp_path):
     assert cell_steps(tmp_path, scoring)[0] == "scoring"
 
 
+def test_a_staged_cell_shows_its_newest_stages_steps(tmp_path):
+    cell = sft_cell(tmp_path, "m")
+    run = tmp_path / "cells" / "m" / "run"
+    for k, rows in ((1, [("train", 10), ("end", 10)]), (2, [("train", 4)])):
+        stage = rundir.stage_dir(run, k)
+        stage.mkdir(parents=True)
+        for kind, step in rows:
+            rundir.append_metrics(stage, rundir.metrics_row(kind, step, 0.0, 0, 0.0))
+    write_json(rundir.stage_dir(run, 2) / rundir.RUN_INFO, {"schedule": {"max_steps": 30}})
+    assert cell_steps(tmp_path, cell) == ("train stage 2", 4, 30)
+    (run / rundir.DONE).write_text("{}")
+    assert cell_steps(tmp_path, cell)[0] == "waiting"  # done: the top folder's own rows
+
+
 def test_without_a_terminal_a_line_comes_at_least_every_quiet_interval(tmp_path, capsys):
     cell = sft_cell(tmp_path, rows=[("train", 5)], max_steps=20)
     with StudyProgress(tmp_path, [cell], lambda: [cell.id], every=0.05, quiet_s=0.1) as p:
