@@ -81,6 +81,11 @@ def read_records(path: Path) -> Iterator[tuple[int, Any]]:
         yield lineno, rec
 
 
+def count_records(path: Path) -> int:
+    """How many records ``path`` holds (unparsable lines count: they are records gone bad)."""
+    return sum(1 for _ in read_records(path))
+
+
 def _read_json_array(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     try:
         data = json.loads(text)

@@ -22,12 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from doit import __version__
-from doit.data.layout import ability_from_name, all_record_files, read_records
+from doit.data.layout import ability_from_name, all_record_files, count_records
 from doit.io import MANIFEST, sha256_file, write_json
-
-
-def _count(path: Path) -> int:
-    return sum(1 for _ in read_records(path))
 
 
 def describe(root: Path) -> tuple[dict, dict]:
@@ -36,7 +32,7 @@ def describe(root: Path) -> tuple[dict, dict]:
     files: dict[str, dict[str, Any]] = {}
     for f in all_record_files(root):
         rel = f.relative_to(root).as_posix()
-        n = _count(f)
+        n = count_records(f)
         split = "synthetic" if rel.startswith("synthetic/") else f.parent.name
         key = ability_from_name(f) or f.stem
         counts.setdefault(split, {})[key] = counts.get(split, {}).get(key, 0) + n

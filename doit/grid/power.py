@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from doit.data import abilities as ab
-from doit.data.layout import ability_from_name, read_records, split_files
+from doit.data.layout import ability_from_name, count_records, split_files
 from doit.grid.plan import PlanError
 from doit.grid.spec import Axis, Grid
 from doit.stats import variance as V
@@ -32,7 +32,7 @@ def corpus_counts(doit_dir) -> dict[str, int]:
     for path in split_files(Path(doit_dir), "test"):
         ability = ability_from_name(path)
         if ability in ab.ABILITY_KEYS:
-            counts[ability] = sum(1 for _ in read_records(path))
+            counts[ability] = count_records(path)
     return counts
 
 
