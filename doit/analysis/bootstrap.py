@@ -59,7 +59,7 @@ from scipy.stats import norm
 
 from doit.data import macro as macro_rule
 from doit.stats.power import LEVEL, Z, z_score  # noqa: F401  (the interval level's owner)
-from doit.stats.variance import item_clusters, item_moments, pooled_seed_variance
+from doit.stats.variance import item_matrix, item_moments, pooled_seed_variance
 
 POINT = ["base", "params", "construction", "mix", "n_per_ability", "n_total", "excluded_ability"]
 REPLICATES = 1000  # bootstrap replicates unless asked otherwise (every analysis command's default)
@@ -474,21 +474,14 @@ def _paired(block, items, ability, splits, replicates, rng):
     """Per cell: (R, cells) correct counts and items scored under shared item draws, the
     cells' counts, and the seed moments of the block's points (``item_moments``)."""
     mine = items[(items["ability"] == ability) & items["split"].isin(splits)]
-    keys = block[["cell", "epoch"]].assign(row=np.arange(len(block)))
-    mine = mine.merge(keys, on=["cell", "epoch"], how="inner")
-    codes = mine.groupby(["split", "type", "idx"], sort=True).ngroup().to_numpy()
-    n = int(codes.max()) + 1 if len(codes) else 0
-    correct = np.zeros((len(block), n))
-    present = np.zeros((len(block), n))
-    rows = mine["row"].to_numpy()
-    correct[rows, codes] = mine["correct"].fillna(False).to_numpy(dtype=float)
-    present[rows, codes] = 1.0
+    correct, present, clusters, _ = item_matrix(block, mine)
     missing = present.sum(1) == 0
     if missing.any():
         cells = ", ".join(block.loc[missing, "cell"].astype(str)[:3])
         raise ValueError(f"per-item rows are missing for {ability} in cell(s) {cells}")
-    weights = _item_weights(item_clusters(mine, codes, n), replicates, rng)
+    weights = _item_weights(clusters, replicates, rng)
     moments = item_moments(_seed_groups(block), correct, present)
+    present = present.astype(float)
     return weights @ correct.T, weights @ present.T, correct.sum(1), present.sum(1), moments
 
 

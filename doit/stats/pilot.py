@@ -30,8 +30,8 @@ from doit.stats.variance import (
     SEED_SD_PRIOR,
     Inputs,
     difficulty_sd,
-    item_clusters,
     item_correlation,
+    item_matrix,
     item_moments,
     pooled_seed_variance,
 )
@@ -122,17 +122,9 @@ def pilot_inputs(
 
 
 def _item_matrix(block: pd.DataFrame, items: pd.DataFrame, name: str, ability: str):
-    """(correct, present, clusters): cells x items outcomes of ``block``'s cells at their rows'
-    epochs, and each item's cluster (its ``cluster`` key, or the item alone)."""
-    keys = block[["cell", "epoch"]].assign(row=np.arange(len(block)))
-    keys = keys.astype({"cell": str, "epoch": float})
-    mine = items.astype({"cell": str, "epoch": float}).merge(keys, on=["cell", "epoch"])
+    """(correct, present, clusters): `variance.item_matrix` of ``block``'s cells at their
+    rows' epochs; a PilotError when none of them has per-item rows."""
+    correct, present, clusters, mine = item_matrix(block, items)
     if mine.empty:
         raise PilotError(f"pilot {name}: no per-item rows for {ability}'s trained cells")
-    codes = mine.groupby(["type", "idx"], sort=True).ngroup().to_numpy()
-    correct = np.zeros((len(block), codes.max() + 1))
-    present = np.zeros_like(correct, dtype=bool)
-    rows = mine["row"].to_numpy()
-    correct[rows, codes] = mine["correct"].fillna(False).to_numpy(dtype=float)
-    present[rows, codes] = True
-    return correct, present, item_clusters(mine, codes, correct.shape[1])
+    return correct, present, clusters

@@ -279,6 +279,26 @@ def item_correlation(correct: np.ndarray) -> float:
     return float(r[~np.eye(len(y), dtype=bool)].mean())
 
 
+def item_matrix(block: pd.DataFrame, items: pd.DataFrame):
+    """(correct, present, clusters, matched): the cells x items outcomes of ``block``'s cells
+    (a row per cell: its ``cell`` and ``epoch``) over ``items`` (one ability's per-item rows, of
+    one split or several), items coded by (split, type, idx) in sorted order, whether each cell
+    scored each item, each item's cluster (`item_clusters`), and the per-item rows matched
+    (with ``row``: the cell's row in ``block``). The analysis's bootstrap and the planner's
+    pilot read a study's items through this one matrix."""
+    keys = block[["cell", "epoch"]].astype({"cell": str, "epoch": float})
+    keys = keys.assign(row=np.arange(len(block)))
+    mine = items.astype({"cell": str, "epoch": float}).merge(keys, on=["cell", "epoch"])
+    codes = mine.groupby(["split", "type", "idx"], sort=True).ngroup().to_numpy()
+    n = int(codes.max()) + 1 if len(codes) else 0
+    correct = np.zeros((len(block), n))
+    present = np.zeros((len(block), n), dtype=bool)
+    rows = mine["row"].to_numpy()
+    correct[rows, codes] = mine["correct"].fillna(False).to_numpy(dtype=float)
+    present[rows, codes] = True
+    return correct, present, item_clusters(mine, codes, n), mine
+
+
 def item_clusters(mine: pd.DataFrame, codes: np.ndarray, n: int) -> np.ndarray:
     """Each item code's cluster (n,): items whose rows carry one ``cluster`` share it (within
     a split), every other item is its own; numbered in item order, so without clusters item
