@@ -24,6 +24,7 @@ from doit.stats import variance as V
 from doit.stats.pilot import PilotError, last_epochs, pilot_inputs
 from doit.stats.planner import ability_inputs, card_items, format_rows, parse_levels, power_rows
 from doit.stats.power import DELTA
+from doit.train import rundir
 
 
 def corpus_counts(doit_dir) -> dict[str, int]:
@@ -43,13 +44,23 @@ def grid_shape(grid: Grid, items: int, seeds: int | None = None) -> V.Shape:
         raise PlanError(f"{grid.path}: data.per_ability: a power plan needs the uniform n grid")
     if not (seeds or grid.seeds):
         raise PlanError(f"{grid.path}: seed: no training seeds, nothing to plan power for")
-    unknown = [b.name for b in grid.bases if b.params is None]
+    bases = {b.name: base_params(b) for b in grid.bases}
+    unknown = [name for name, params in bases.items() if params is None]
     if unknown:
         raise PlanError(
-            f"{grid.path}: bases: {unknown[0]}: params unknown (set params to plan power)"
+            f"{grid.path}: bases: {unknown[0]}: params unknown (set params, or build the base "
+            "first: a built base's own count is read)"
         )
-    bases = {b.name: float(b.params) for b in grid.bases}
     return V.Shape(bases, tuple(sorted(axis.values)), items, seeds or len(grid.seeds))
+
+
+def base_params(base) -> float | None:
+    """A base's non-embedding parameters: the grid's ``params``, else a built base's own count
+    (its pretraining DONE, as the results table reads it), else None."""
+    if base.params is not None:
+        return float(base.params)
+    built = (rundir.read_done(base.resolved) or {}).get("params_non_embedding")
+    return None if built is None else float(built)
 
 
 def unplannable(grid: Grid) -> str | None:

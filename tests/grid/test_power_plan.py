@@ -123,3 +123,15 @@ def test_a_grid_whose_bases_lack_params_plans_cells_without_power(tiny_base, tmp
     assert code == 0, printed.err
     assert "power not planned: " in printed.out and "params unknown" in printed.out
     assert main(["plan", str(path), "--out", str(tmp_path / "n"), "--no-check"]) == 2
+
+
+def test_a_base_without_params_is_priced_at_its_built_count_once_built(tmp_path):
+    from doit.grid.power import base_params
+    from doit.grid.spec import Base
+    from doit.train import rundir
+
+    base = Base(name="xs", arch="vanilla", path=str(tmp_path / "xs"))
+    assert base_params(base) is None  # not built: the plan says to set params or build it
+    rundir.write_done(tmp_path / "xs", {"kind": "end", "params_non_embedding": 201280})
+    assert base_params(base) == 201280.0
+    assert base_params(Base(name="s", arch="vanilla", path="x", params=443232)) == 443232.0
