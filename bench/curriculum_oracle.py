@@ -3,7 +3,7 @@ how much of the exact optimum's planted gain over uniform the default marginal e
 it beats the reach-4 policy, and whether its predicted gain and interval hold.
 
     python bench/curriculum_oracle.py --studies 20 [--designs a,b] [--budgets 5,8]
-        [--risks 0,0.5,1] [--replicates 200] [--jobs 2] [--seed-prior]
+        [--risks 0,0.5,1] [--replicates 200] [--jobs 2] [--seed-prior] [--loo 16,64]
         [--out runs/bench/curriculum_oracle.csv]
 
 Every world has ten abilities with kinds fixed per ability (``KINDS``): 3 still rising past the
@@ -11,8 +11,9 @@ grid's largest n (smooth, planted data sensitivity 6-15 points per 4x), 2 with s
 inside +-delta (smooth, 0.5-1.5 per 4x), 2 flat (size_only), 1 plateau just past the grid, 1 dip,
 1 interfered; seed effect 0.4 logit per trained cell. Design ``a`` (100 items per cell, 1 seed)
 and ``b`` (400 items, 2 seeds) of `synthetic.DESIGNS`; the target is the largest base; budgets
-are multiples of the grid's largest n (256); pools never bind. No leave-one-out cells: transfer
-is off, so the interfered ability's loss to the others' items is what no curve sees.
+are multiples of the grid's largest n (256); pools never bind. No leave-one-out cells by default:
+transfer is off, so the interfered ability's loss to the others' items is what no curve sees;
+``--loo 16,64`` adds them on the target (`synthetic.Design.loo`).
 
 Per world, budget and policy (``marginal`` at each ``--risks`` lambda, evidence-bounded, and at
 ``--reach 4``): the realised gain is the planted expected macro (`PlantedWorld.expected`, noise-
@@ -59,8 +60,8 @@ POOL = 100_000
 SEED_SD = 0.4
 
 
-def world(design: str, study: int) -> syn.PlantedWorld:
-    d = syn.DESIGNS[design]
+def world(design: str, study: int, loo: tuple = ()) -> syn.PlantedWorld:
+    d = replace(syn.DESIGNS[design], loo=tuple(loo))
     rng = np.random.default_rng([32, study])
     levers = {}
     for a, (kind, data) in KINDS.items():
@@ -86,8 +87,8 @@ def planted_macro(values: list[np.ndarray], counts: dict) -> float:
 
 
 def one(args) -> list[dict]:
-    design, study, budgets, risks, replicates, prior = args
-    w = world(design, study)
+    design, study, budgets, risks, replicates, prior, loo = args
+    w = world(design, study, loo)
     base = max(w.design.bases, key=w.design.bases.get)
     settings = replace(SETTINGS, replicates=replicates, seed=study)
     if prior and w.design.seeds < 2:  # the planted seed SD on the score's logit, as a prior
@@ -182,12 +183,18 @@ def main(argv=None) -> int:
         action="store_true",
         help="one-seed designs: give the planted seed SD (on the score's logit) as --seed-sd",
     )
+    p.add_argument(
+        "--loo",
+        default="",
+        help="n values of leave-one-out cells on the target base (e.g. 16,64): the transfer term",
+    )
     p.add_argument("--out", type=Path, default=Path("runs/bench/curriculum_oracle.csv"))
     a = p.parse_args(argv)
+    loo = tuple(int(x) for x in a.loo.split(",") if x.strip())
     budgets = [float(x) for x in a.budgets.split(",")]
     risks = [float(x) for x in a.risks.split(",")]
     tasks = [
-        (d, s, budgets, risks, a.replicates, a.seed_prior)
+        (d, s, budgets, risks, a.replicates, a.seed_prior, loo)
         for d in a.designs.split(",")
         for s in range(a.studies)
     ]

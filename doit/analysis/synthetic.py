@@ -343,6 +343,7 @@ class Design:
     n_items: int = 100
     seeds: int = 1
     epochs: tuple = (5.0, 10.0)
+    loo: tuple = ()  # n of the leave-one-ability-out cells on the largest base (seed 0)
 
     @property
     def trained_ns(self) -> tuple:
@@ -685,10 +686,11 @@ def planted_world(design, abilities=None, seed_sd: float = 0.4, rng=0) -> Plante
         for split in ("valid", "test")
     }
     rows, keys, items = [], [], []
-    for cell in _world_cells(design):
+    for cell in _world_cells(design, tuple(levers)):
         for a, lev in levers.items():
             effect = rng.normal(0, seed_sd) if cell["n_per_ability"] else 0.0
-            eta = lev.eta(_doublings(design)[cell["base"]], cell["n_per_ability"]) + effect
+            own, other = _cell_counts(cell, a, len(levers))
+            eta = lev.eta(_doublings(design)[cell["base"]], own, other) + effect
             for epoch in cell["epochs"]:
                 for split in ("valid", "test"):
                     correct = rng.random(design.n_items) < lev.score(eta - difficulty[a, split])
@@ -702,13 +704,15 @@ def planted_world(design, abilities=None, seed_sd: float = 0.4, rng=0) -> Plante
     )
 
 
-def _world_cells(design: Design) -> list[dict]:
-    """The untuned base cell of every base (epoch 0) and a cell per trained n and seed."""
+def _world_cells(design: Design, abilities=()) -> list[dict]:
+    """The untuned base cell of every base (epoch 0), a cell per trained n and seed, and on
+    the largest base a leave-one-out cell per ability at each of ``design.loo`` (seed 0)."""
     cells = []
     for base, params in design.bases.items():
         for n in design.ns:
             for seed in range(design.seeds if n else 1):
                 name = f"{base}-n{n}-s{seed}" if n else f"{base}-base"
+                epochs = design.epochs if n else (0.0,)
                 cells.append(
                     dict(
                         cell=name,
@@ -716,14 +720,40 @@ def _world_cells(design: Design) -> list[dict]:
                         params=params,
                         n_per_ability=n,
                         seed=seed,
-                        epochs=design.epochs if n else (0.0,),
+                        epochs=epochs,
+                        excluded=None,
                     )
                 )
+    largest = max(design.bases, key=design.bases.get)
+    for n in design.loo:
+        for a in abilities:
+            cells.append(
+                dict(
+                    cell=f"{largest}-n{n}-no_{a}-s0",
+                    base=largest,
+                    params=design.bases[largest],
+                    n_per_ability=n,
+                    seed=0,
+                    epochs=design.epochs,
+                    excluded=a,
+                )
+            )
     return cells
+
+
+def _cell_counts(cell: dict, ability: str, k: int) -> tuple[float, float | None]:
+    """(``ability``'s own items, each other ability's mean items; None: the same n) in a cell
+    of k abilities: a leave-one-out cell gives the excluded ability none of its own beside the
+    others' n, and every other ability its n beside k - 2 abilities' n and one's 0."""
+    left, n = cell["excluded"], cell["n_per_ability"]
+    if left is None:
+        return n, None
+    return (0, n) if ability == left else (n, n * (k - 2) / (k - 1))
 
 
 def _world_row(cell, ability, lev, epoch, split, correct, k) -> dict:
     n = cell["n_per_ability"]
+    left = cell.get("excluded")
     return dict(
         cell=cell["cell"],
         base=cell["base"],
@@ -731,8 +761,9 @@ def _world_row(cell, ability, lev, epoch, split, correct, k) -> dict:
         params=cell["params"],
         construction="curated" if n else "base",
         mix=None,
+        excluded_ability=left,
         n_per_ability=n,
-        n_total=n * k,
+        n_total=n * (k - 1) if left else n * k,
         seed=cell["seed"],
         epoch=epoch,
         step=int(epoch * 10),
@@ -741,7 +772,7 @@ def _world_row(cell, ability, lev, epoch, split, correct, k) -> dict:
         score=percent(int(correct.sum()), len(correct)),
         n_items=len(correct),
         chance=100 * lev.chance,
-        n_own=n,
+        n_own=0 if ability == left else n,
         sample_seed=0,
         formulation="letter",
         cell_formulation="letter",

@@ -180,3 +180,26 @@ def test_the_truth_is_the_seed_averaged_curve():
     assert truth["size_sensitivity"] == pytest.approx(size / bases[1], abs=0.05)
     seed_free = syn.planted_size_sensitivity(lev, SMALL)
     assert abs(seed_free - truth["size_sensitivity"]) > 0.05  # the two estimands differ
+
+
+def test_leave_one_out_cells_give_the_left_out_ability_none_of_its_own_items():
+    """``Design.loo``: a cell per ability at each n on the largest base, seed 0; the ability
+    left out trains on none of its own items beside the others' n (an interfered one falls
+    below its untuned score there), every other one on its n beside k - 2 abilities' n."""
+    design = replace(syn.DESIGNS["a"], loo=(64,))
+    kinds = {"ethics": "interference", "biology": "smooth", "code": "smooth"}
+    world = syn.planted_world(design, kinds, seed_sd=0.0, rng=4)
+    t = world.table
+    loo = t[t["excluded_ability"].notna()]
+    assert set(loo["cell"]) == {f"s-n64-no_{a}-s0" for a in kinds} and set(loo["base"]) == {"s"}
+    mine = loo[loo["cell"] == "s-n64-no_ethics-s0"].set_index(["ability", "split", "epoch"])
+    mine = mine.sort_index()
+    assert (mine.loc["ethics", "n_own"] == 0).all() and (mine.loc["biology", "n_own"] == 64).all()
+    assert (loo["n_total"] == 64 * 2).all()
+    ethics = world.levers["ethics"]
+    doublings = syn._doublings(design)["s"]
+    left_out = float(ethics.expected(doublings, 0, 64))
+    assert left_out < float(ethics.expected(doublings, 0)) and ethics.interference > 0
+    plain = syn.planted_world("a", kinds, seed_sd=0.0, rng=4)  # no loo: the same world as ever
+    assert plain.table["excluded_ability"].isna().all()
+    assert plain.table.equals(t[t["excluded_ability"].isna()].reset_index(drop=True))
