@@ -17,7 +17,7 @@ import pandas as pd
 
 from doit.analysis import formulation as form
 from doit.data import abilities as ab
-from doit.grid.results import read_items, read_results
+from doit.grid.results import earlier_stage, read_items, read_results
 
 SCORED_SPLITS = ("valid", "test")  # the splits whose abilities are the registry's
 
@@ -67,20 +67,27 @@ def read_study(
     return StudyRows(table, items, rows, (*notes, *chosen))
 
 
+STAGE_MARK = "@stage"  # an earlier stage's cell name: <cell>@stage<k> (`stage_cell`)
+
+
 def stage_cell(cell: str, stage: int) -> str:
     """The name an earlier stage's rows carry as their cell (``read_study(stages=True)``)."""
-    return f"{cell}@stage{stage}"
+    return f"{cell}{STAGE_MARK}{stage}"
+
+
+def is_stage_cell(cells: pd.Series) -> pd.Series:
+    """Which cell names are an earlier stage's (`stage_cell`)."""
+    return cells.astype(str).str.contains(STAGE_MARK, regex=False)
 
 
 def _stage_cells(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with each earlier stage's rows (``stage`` below its cell's last) renamed to
+    """``table`` with each earlier stage's rows (`doit.grid.results.earlier_stage`) renamed to
     their `stage_cell`."""
-    stage = table["stage"]
-    last = stage.groupby(table["cell"]).transform("max")
-    earlier = stage.notna() & (stage < last)
+    earlier = earlier_stage(table)
     if not earlier.any():
         return table
-    cell = table["cell"].astype(object)
+    cell = table["cell"].astype(object).to_numpy(copy=True)
+    stage = table["stage"].to_numpy()
     cell[earlier] = [stage_cell(c, int(k)) for c, k in zip(cell[earlier], stage[earlier])]
     return table.assign(cell=pd.array(cell, dtype="string"))
 

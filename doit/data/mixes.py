@@ -86,6 +86,11 @@ class MixSpec:
     cell: str | None = None  # the cell a constructor built the spec for; None: a YAML mix
     stages: tuple[Stage, ...] = ()  # a staged mix's stages (then it draws nothing itself)
 
+    @property
+    def drawing(self) -> list[MixSpec]:
+        """The specs that draw items: a staged mix's stages', or the mix itself."""
+        return [st.spec for st in self.stages] or [self]
+
 
 @dataclass
 class Stage:
@@ -332,7 +337,7 @@ def shortfall(spec: MixSpec, pools: dict[str, int], counts: dict[str, int]) -> d
 def load_pools(spec: MixSpec, source) -> tuple[list[dict], list[dict]]:
     """The items of the train pool and of the synthetic pool that ``spec`` (or any of its
     stages) draws from (a pool it takes nothing from is not read)."""
-    specs = [st.spec for st in spec.stages] or [spec]
+    specs = spec.drawing
     pool = load_items(source, spec.source) if any(s.counts or s.fill for s in specs) else []
     synthetic = load_items(source, ab.SYNTHETIC) if any(s.synthetic for s in specs) else []
     return pool, synthetic

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from doit.data.kinds import FORMULATIONS, LETTER
@@ -142,11 +143,15 @@ def read_results(path, per_item: bool = False, stages: bool = False) -> pd.DataF
 
 def final_rows(df: pd.DataFrame, key) -> pd.DataFrame:
     """``df`` less a staged cell's earlier stages' rows, sorted by ``key``."""
-    staged = df["stage"].notna()
-    if staged.any():
-        last = df["stage"].where(staged).groupby(df["cell"]).transform("max")
-        df = df[~staged | (df["stage"] == last)]
-    return df.sort_values(key, ignore_index=True)
+    return df[~earlier_stage(df)].sort_values(key, ignore_index=True)
+
+
+def earlier_stage(df: pd.DataFrame) -> np.ndarray:
+    """Which rows of ``df`` (results or per-item rows) are a staged cell's earlier stages':
+    ``stage`` below the largest its cell has."""
+    stage = df["stage"]
+    last = stage.groupby(df["cell"]).transform("max")
+    return (stage.notna() & (stage < last)).to_numpy(dtype=bool)
 
 
 def items_path(path) -> Path | None:

@@ -218,18 +218,18 @@ def _trained_on(a: Analysis, options: Options, target: str) -> str:
     else the target itself; a CurriculumError for a --base the study lacks."""
     if options.fit_base is None:
         return target
-    bases = set(a.counts.points["base"].astype(str))
-    base = options.base or str(a.counts.points.sort_values("params")["base"].iloc[-1])
-    if base not in bases:
+    bases = grid_bases(a)
+    base = options.base or bases.idxmax()
+    if base not in bases.index:
         raise CurriculumError(
-            f"--base {base!r} is not in the study (bases: {', '.join(sorted(bases))})"
+            f"--base {base!r} is not in the study (bases: {', '.join(sorted(bases.index))})"
         )
     return base
 
 
-def _target(a: Analysis, abilities, options: Options):
-    """(target name, params, curves per ability) for --fit-base, --base or --params (the base
-    whose curves choose)."""
+def grid_bases(a: Analysis) -> pd.Series:
+    """base -> params of the study's bases with uniform cells (what the curves are fitted on);
+    a CurriculumError when it has none."""
     pts = a.counts.points
     grid = pts[same_n_rows(pts)]
     bases = grid.drop_duplicates("base").set_index("base")["params"].astype(float)
@@ -238,6 +238,13 @@ def _target(a: Analysis, abilities, options: Options):
             "the study has no uniform cells (n items of every ability) to fit "
             "curves on; add data.per_ability to its grid"
         )
+    return bases
+
+
+def _target(a: Analysis, abilities, options: Options):
+    """(target name, params, curves per ability) for --fit-base, --base or --params (the base
+    whose curves choose)."""
+    bases = grid_bases(a)
     if options.params is not None:
         if options.fit_base is not None:
             raise CurriculumError("--fit-base chooses on a base of the study: not with --params")

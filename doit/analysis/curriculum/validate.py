@@ -222,7 +222,7 @@ FORGETTING = ["policy", "ability", "first", "last", "change", "change_lo", "chan
 def forgetting(result: Result, study, replicates: int) -> pd.DataFrame:
     """forgetting.csv (module docstring) from the validation study's staged cells, read with
     their earlier stages (`doit.analysis.study.read_study`'s ``stages``)."""
-    from doit.analysis.study import read_study
+    from doit.analysis.study import is_stage_cell, read_study
 
     staged = {p for p, alloc in result.allocations.items() if alloc.stages}
     s = result.options.settings
@@ -235,7 +235,7 @@ def forgetting(result: Result, study, replicates: int) -> pd.DataFrame:
     t = t.assign(mix=t["mix"].map(policy_of))
     t = t[t["mix"].isin(staged) & t["split"].eq("test")]
     first = t["stage"] == 1
-    t = t[first | ~t["cell"].str.contains("@stage")]  # stage 1 and each cell's own (last)
+    t = t[first | ~is_stage_cell(t["cell"])]  # stage 1 and each cell's own (its last)
     t = t.assign(mix=t["mix"].where(t["stage"] != 1, t["mix"] + FIRST))
     if t.empty:
         return pd.DataFrame(columns=FORGETTING)

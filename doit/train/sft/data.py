@@ -119,7 +119,7 @@ def check_draw(d, sizes) -> None:
 
     try:
         spec = draw_spec(d)
-        for one in [st.spec for st in spec.stages] or [spec]:  # a staged mix: every stage
+        for one in spec.drawing:  # a staged mix: every stage
             if one.counts or one.fill:
                 resolve_counts(one, sizes(one.source))
             have = sum(sizes(ab.SYNTHETIC).values()) if one.synthetic else 0

@@ -1,9 +1,10 @@
 """Staged fine-tuning: a staged mix (`doit.data.mixes`, ``stages:``) trained stage by stage.
 
-`doit.train.sft.run` trains stage k into ``<output_dir>/stages/<k>/`` with ``--stage k`` (`stage_argv`): an ordinary
-fine-tuning run (`doit.train.sft.run`: its own run_info.json, resume from its last checkpoint,
-read back once DONE) whose base is stage k-1's final model (the recipe's base for stage 1) and
-whose schedule is the stage's own keys (`doit.data.mixes.STAGE_SCHEDULE`) over the recipe's.
+`doit.train.sft.run` trains stage k into ``<output_dir>/stages/<k>/`` with ``--stage k``
+(`stage_argv`): an ordinary fine-tuning run (its own run_info.json, resume from its last
+checkpoint, read back once DONE) whose base is stage k-1's final model (the recipe's base for
+stage 1) and whose schedule is the stage's own keys (`doit.data.mixes.STAGE_SCHEDULE`) over the
+recipe's.
 Each stage starts a new trainer, so its **optimiser state and learning-rate schedule start
 afresh** (DMT's stages do the same). The top of ``output_dir`` then holds the staged run's
 record (`doit.train.rundir`: run_info.json with ``staged``, metrics.jsonl, DONE with
