@@ -193,6 +193,12 @@ def test_halves_split_each_ability_s_items_in_two_and_the_gain_is_cross_fitted(s
     assert macro(crossed)["gain"] != macro(plug)["gain"]
     assert crossed.allocations["marginal"].counts == plug.allocations["marginal"].counts
 
+    def rows(r):  # the ability rows predict the written counts, cross-fitted or not
+        t = r.table[(r.table["policy"] == "marginal") & (r.table["ability"] != "macro")]
+        return t[["n", "predicted", "gain"]].to_numpy(float)
+
+    assert np.allclose(rows(crossed), rows(plug))
+
 
 def test_the_cli_flags_reach_the_options():
     from doit.analysis.cli import build_parser

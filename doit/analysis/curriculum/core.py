@@ -124,70 +124,65 @@ def cross_fitted(ev: Evidence, allocations: dict) -> tuple[dict, list[str]]:
 
 def predictions(ev: Evidence, allocations: dict, crossed: dict | None = None) -> pd.DataFrame:
     """curriculum.csv: a row per policy and ability, and a macro row per policy; ``crossed``:
-    the cross-fitted predictions of the policies that have them (`cross_fitted`)."""
+    the cross-fitted predictions of the policies that have them (`cross_fitted`).
+
+    An ability row predicts the written count (its ``n``) by the fits of every item; a
+    cross-fitted policy's macro row (its score and gain, the mixes' provenance) is the
+    cross-fit's: the gain of choosing this way. Its halves may choose other counts than the
+    written ones (studies/curriculum_micro: biology 118 and 256), so their per-ability
+    predictions are of other mixes and are not written."""
     crossed = crossed or {}
     baseline = {}  # model -> the baseline's prediction under it
     base_counts = allocations[policies.baseline().name].counts
     rows = []
     w = ev.weights / ev.weights.sum()
-    base_noise = {}  # replicates -> the baseline's arm noise (one draw per replicate count:
-    # the curves' models and regression's bootstrap may have different numbers of replicates)
+    noise = _ArmNoise(ev, base_counts)
     for stream, alloc in enumerate(allocations.values()):
         model = alloc.model
         if id(model) not in baseline:
             baseline[id(model)] = model.predict(base_counts)
-        point, reps = model.predict(alloc.counts)
-        base_pt, base_reps = baseline[id(model)]
-        if alloc.policy in crossed:
-            point, reps, base_pt, base_reps = crossed[alloc.policy]
-        how = crossfit.CROSSFIT if alloc.policy in crossed else crossfit.PLUG_IN
-        if reps is not None:  # what the trained runs add: a seed each, extrapolation error
-            r = len(reps)
-            if r not in base_noise:
-                base_noise[r] = crossfit.arm_noise(ev, base_counts, base_pt, r, 0)
-            baseline_row = alloc.policy == policies.baseline().name
-            noise = (
-                base_noise[r]
-                if baseline_row
-                else crossfit.arm_noise(ev, alloc.counts, point, r, stream)
-            )
-            reps = reps + noise
-            base_reps = None if base_reps is None else base_reps + base_noise[r]
-        how += "; a training seed per arm and the held-out extrapolation error"
+        written = (*model.predict(alloc.counts), *baseline[id(model)])
+        trained = "; a training seed per arm and the held-out extrapolation error"
+        how = (crossfit.CROSSFIT if alloc.policy in crossed else crossfit.PLUG_IN) + trained
+        point, reps, base_pt, base_reps = noise.add(alloc, written, stream)
         for i, k in enumerate(ev.abilities):
             n = alloc.counts[k]
-            rows.append(
-                _row(
-                    ev,
-                    alloc,
-                    k,
-                    n,
-                    model.extrapolated(k, n),
-                    point[i],
-                    _col(reps, i),
-                    point[i] - base_pt[i],
-                    _diff(reps, base_reps, i),
-                    how,
-                )
-            )
+            gain = (point[i] - base_pt[i], _diff(reps, base_reps, i))
+            extrapolated = model.extrapolated(k, n)
+            scored = (point[i], _col(reps, i), *gain, crossfit.PLUG_IN + trained)
+            rows.append(_row(ev, alloc, k, n, extrapolated, *scored))
+        if alloc.policy in crossed:
+            point, reps, base_pt, base_reps = noise.add(alloc, crossed[alloc.policy], stream)
         macro_reps = None if reps is None else reps @ w
         gain_reps = None if reps is None or base_reps is None else (reps - base_reps) @ w
+        extrapolated = any(r["extrapolated"] for r in rows[-len(w) :])
         total = sum(alloc.counts.values())
-        rows.append(
-            _row(
-                ev,
-                alloc,
-                MACRO,
-                total,
-                any(r["extrapolated"] for r in rows[-len(w) :]),
-                float(point @ w),
-                macro_reps,
-                float((point - base_pt) @ w),
-                gain_reps,
-                how,
-            )
-        )
+        macro = (float(point @ w), macro_reps, float((point - base_pt) @ w), gain_reps)
+        rows.append(_row(ev, alloc, MACRO, total, extrapolated, *macro, how))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+class _ArmNoise:
+    """What the trained runs add to predicted replicates (`crossfit.arm_noise`): a seed draw
+    per arm, the held-out extrapolation error; the baseline's one draw per replicate count (the
+    curves' models and regression's bootstrap may have different numbers of replicates)."""
+
+    def __init__(self, ev: Evidence, base_counts: dict):
+        self.ev, self.base_counts, self.base = ev, base_counts, {}
+
+    def add(self, alloc, predicted, stream: int):
+        point, reps, base_pt, base_reps = predicted
+        if reps is None:
+            return predicted
+        r = len(reps)
+        if r not in self.base:
+            self.base[r] = crossfit.arm_noise(self.ev, self.base_counts, base_pt, r, 0)
+        if alloc.policy == policies.baseline().name:
+            mine = self.base[r]
+        else:
+            mine = crossfit.arm_noise(self.ev, alloc.counts, point, r, stream)
+        base_reps = None if base_reps is None else base_reps + self.base[r]
+        return point, reps + mine, base_pt, base_reps
 
 
 def _col(reps, i):

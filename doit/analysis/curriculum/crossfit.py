@@ -8,7 +8,8 @@ shared by every cell, so each half is a paired study of its own); a policy that 
 fits (``Policy.crossfit``) chooses on one half and its allocation is scored against uniform's by
 the other half's curves, both ways round; the predicted score and gain are the mean of the two
 directions, replicate by replicate (the halves' bootstraps are independent). The allocation
-written is the one chosen on all items; what is predicted is the gain of choosing this way.
+written is the one chosen on all items; what is predicted is the gain of choosing this way (the
+macro row: `core.predictions`; the ability rows predict the written counts).
 
 **Noise of a trained comparison** (``arm_noise``): each replicate of a predicted score gets a
 fresh training-seed draw for the run that would train it, and a gain the difference of two (the
