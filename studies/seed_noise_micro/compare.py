@@ -1,0 +1,137 @@
+"""The seed-noise lever's arms side by side (issue #30; README.md beside this file).
+
+    python studies/seed_noise_micro/compare.py ARM=STUDY ARM=STUDY [...] --out DIR
+
+Each STUDY a study folder of this grid (or a per-item table beside its results.csv); the first
+ARM is the baseline the others are compared with. Per arm, over the (ability, n) points that every
+arm has, on the test split of the ten in-domain abilities: the seeds' spread of the score (points, pooled SD with
+ddof 1), the per-item flip rate (the share of items two seeds of a point answer differently,
+mean over seed pairs), the seed component the analysis estimates (`doit.stats.variance`: the
+spread beyond independent per-item flips, logit), the macro score per n and its rise from the
+smallest n to the largest. Intervals resample the points (ability x n, each with its seeds and
+items), paired across arms; 2,000 replicates. Writes DIR/seed_noise.csv (one row per arm and
+measure) and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from doit.data.abilities import ABILITY_KEYS
+from doit.grid.results import read_results
+from doit.io import atomic_path
+from doit.stats.variance import item_moments, pooled_seed_variance
+
+KEY = ["ability", "n_per_ability"]
+REPLICATES = 2000
+
+
+def outcomes(items: pd.DataFrame, rows: pd.DataFrame, base: str) -> dict:
+    """{(ability, n): (seeds x items) 0/1 matrix} of ``base``'s fine-tuned test cells, the ten
+    in-domain abilities."""
+    cells = rows.loc[(rows["base"] == base) & (rows["n_per_ability"] > 0)]
+    cells = cells[["cell", "n_per_ability", "seed"]].drop_duplicates("cell")
+    test = items[(items["split"] == "test") & items["ability"].isin(ABILITY_KEYS)]
+    test = test.merge(cells, on="cell")
+    out = {}
+    for (ability, n), block in test.groupby(KEY):
+        wide = block.pivot_table(index="seed", columns="idx", values="correct", aggfunc="first")
+        out[(ability, int(n))] = wide.dropna(axis=1).to_numpy(dtype=float)
+    return out
+
+
+def load(path: Path, base: str) -> dict:
+    """`outcomes` of a study folder, or of a per-item table beside its ``results.csv``."""
+    table = path.with_name("results.csv") if path.is_file() else path
+    return outcomes(read_results(path, per_item=True), read_results(table), base)
+
+
+def measures(points: list[np.ndarray], ns: np.ndarray) -> dict:
+    """The arm's measures over ``points`` (seeds x items each) whose n are ``ns``."""
+    spread = np.mean([y.mean(1).var(ddof=1) for y in points])
+    flips = np.mean(
+        [
+            np.mean([np.mean(y[a] != y[b]) for a, b in itertools.combinations(range(len(y)), 2)])
+            for y in points
+        ]
+    )
+    groups = [np.arange(len(y)) for y in points]
+    moments = np.vstack(
+        [item_moments([g], y, np.ones_like(y, bool)) for g, y in zip(groups, points)]
+    )
+    total, noise, _ = pooled_seed_variance(moments)
+    score = np.array([100 * y.mean() for y in points])
+    macro = {int(n): score[ns == n].mean() for n in np.unique(ns)}
+    return {
+        "seed_sd_points": 100 * np.sqrt(spread),
+        "flip_rate": 100 * flips,
+        "seed_component_logit": np.sqrt(max(total - noise, 0.0)),
+        **{f"macro_n{n}": v for n, v in macro.items()},
+        "rise": macro[max(macro)] - macro[min(macro)],
+    }
+
+
+def compare(arms: dict[str, dict], replicates: int = REPLICATES, seed: int = 0) -> pd.DataFrame:
+    """One row per arm and measure: point, 95% interval over resampled points, and the
+    difference from the first arm with its paired interval."""
+    keys = sorted(set.intersection(*(set(a) for a in arms.values())))
+    ns = np.array([n for _, n in keys])
+    point = {name: measures([a[k] for k in keys], ns) for name, a in arms.items()}
+    rng = np.random.default_rng(seed)
+    reps = {name: [] for name in arms}
+    for _ in range(replicates):
+        draw = rng.integers(0, len(keys), len(keys))
+        while len(np.unique(ns[draw])) < len(np.unique(ns)):  # every n in every replicate
+            draw = rng.integers(0, len(keys), len(keys))
+        for name, a in arms.items():
+            reps[name].append(measures([a[keys[i]] for i in draw], ns[draw]))
+    first = next(iter(arms))
+    rows = []
+    for name in arms:
+        for m, value in point[name].items():
+            r = np.array([x[m] for x in reps[name]])
+            d = r - np.array([x[m] for x in reps[first]])
+            rows.append(
+                {
+                    "arm": name,
+                    "measure": m,
+                    "value": value,
+                    "lo": np.quantile(r, 0.025),
+                    "hi": np.quantile(r, 0.975),
+                    "diff": value - point[first][m],
+                    "diff_lo": np.quantile(d, 0.025),
+                    "diff_hi": np.quantile(d, 0.975),
+                    "points": len(keys),
+                    "resamples": f"ability x n points, paired across arms ({replicates})",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "arms", nargs="+", help="NAME=STUDY (a folder or a per-item table); first: the baseline"
+    )
+    ap.add_argument("--base", default="vanilla_s")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    arms = {}
+    for spec in args.arms:
+        name, path = spec.split("=", 1)
+        arms[name] = load(Path(path), args.base)
+    df = compare(arms)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(args.out / "seed_noise.csv") as tmp:
+        df.round(4).to_csv(tmp, index=False)
+    with pd.option_context("display.width", 200, "display.max_rows", 100):
+        print(df.drop(columns="resamples").round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
