@@ -434,3 +434,10 @@ def test_the_curriculum_validation_grid_parses_with_its_transfer_and_mixture_cel
     assert tuple(grid.data["loo"].bases) == ("vanilla_xs", "vanilla_s")
     assert grid.data["random_mixes"].total == 1280 and grid.formulations == ("text",)
     assert (grid.items_scored("valid"), grid.items_scored("test")) == (100, None)
+
+
+def test_the_seed_noise_grid_parses_and_ends_its_schedule_at_a_tenth_of_the_peak():
+    grid = load_grid(REPO / "studies/seed_noise_micro/grid.yaml")
+    assert [b.name for b in grid.bases] == ["vanilla_s"] and grid.seeds == (0, 1, 2)
+    over = grid.sft.overrides
+    assert over["lr_scheduler_kwargs"]["lr_end"] == pytest.approx(over["learning_rate"] / 10)
