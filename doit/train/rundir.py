@@ -27,7 +27,8 @@ covered so far: fine-tuning's assistant tokens, pretraining's every block token)
 ``grad_norm``; "valid" rows ``loss`` (pretraining) or ``eval_<ability>_loss`` (fine-tuning, one
 per ability); "summary" is the trainer's closing log (``train_runtime``...); "start" and "end"
 carry the run's description (pretraining: arch, size, seed, parameter counts, unigram baseline;
-"end" also the final valid loss and ``total_wall_s``). Fine-tuning rows also carry ``session``
+"end" also the final valid loss, ``total_wall_s`` and ``versions``, the libraries it ran on:
+the same recipe on another install gives another base, studies/seed_noise_micro). Fine-tuning rows also carry ``session``
 (0 for the first start, +1 per resume); on resume, rows past the checkpoint's step are dropped.
 
 A killed fine-tuning run resumes from its newest complete checkpoint, and only the run that

@@ -278,6 +278,8 @@ def test_pretrain_command_end_to_end(mode, tiny_corpus, tmp_path, capsys):
     assert end["tokens"] == 4 * 4 * 32 and end["valid_loss"] == rows[-2]["loss"]
     assert end["params_non_embedding"] < end["params_total"] and end["wall_s"] > 0
     assert end["unigram_valid_loss"] > 0 and end["unigram_entropy"] > 0
+    done = json.loads((out / "DONE").read_text())  # what built the base: its install too
+    assert done["versions"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
     assert end["arch"] == ("resformer_learnable" if mode == "resformer_learnable" else mode)
     model = AutoModelForCausalLM.from_pretrained(out)
     assert model.config.value_mode == MODES[mode][0]

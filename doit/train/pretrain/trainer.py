@@ -150,6 +150,7 @@ def finish(trainer: PretrainTrainer) -> dict:
         valid_loss=valid_loss,
         train_loss=train.get("loss"),
         total_wall_s=round(time.perf_counter() - trainer.started, 3),
+        versions=rundir.versions(),  # a base pretrained on another install is another base
     )
     if trainer.is_world_process_zero():
         rundir.write_done(out, end)
