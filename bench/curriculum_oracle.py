@@ -18,7 +18,9 @@ transfer is off, so the interfered ability's loss to the others' items is what n
 Per world, budget and policy (``marginal`` at each ``--risks`` lambda, evidence-bounded, and at
 ``--reach 4``): the realised gain is the planted expected macro (`PlantedWorld.expected`, noise-
 free, item difficulties averaged) of its counts minus uniform's; the optimum is the same DP
-(`optimise.maximise`) over the planted values themselves, counts 1..budget. Written: one row per
+(`optimise.maximise`) over the planted values themselves, counts 1..budget, and the *bounded*
+optimum the same with no ability past the grid's largest n (what reach 1 allows: the best any
+evidence-bounded policy can do; `bounded_share` is its share of the optimum's gain). Written: one row per
 (design, study, budget, policy) with counts; printed: the summary per (design, budget, policy):
 share of the optimum's gain (mean realised / mean optimum), the share of studies at or above the
 reach-4 policy, mean predicted - realised, the predicted-gain interval's coverage of realised.
@@ -86,6 +88,13 @@ def planted_macro(values: list[np.ndarray], counts: dict) -> float:
     return float(np.mean([v[counts[a]] for a, v in zip(KINDS, values)]))
 
 
+def exact_optimum(values: list[np.ndarray], budget: int, most: int | None = None) -> dict:
+    """The counts (1..``most`` each, all of ``budget``) that maximise the planted macro."""
+    top = len(values[0]) if most is None else most + 1
+    best = maximise([v[1:top] for v in values], budget - len(values))
+    return {ab: 1 + x for ab, x in zip(KINDS, best)}
+
+
 def one(args) -> list[dict]:
     design, study, budgets, risks, replicates, prior, loo = args
     w = world(design, study, loo)
@@ -100,9 +109,8 @@ def one(args) -> list[dict]:
         for mult in budgets:
             budget = int(mult * top)
             values = planted_values(w, base, budget)
-            low = 1
-            best = maximise([v[low:] for v in values], budget - low * len(values))
-            optimum = {ab: low + x for ab, x in zip(KINDS, best)}
+            optimum = exact_optimum(values, budget)
+            bounded = exact_optimum(values, budget, top)  # no ability past the grid's n
             variants = [(f"marginal risk={r:g}", None, r) for r in risks]
             variants += [(f"reach4 risk={r:g}", 4.0, r) for r in risks]
             uniform = None
@@ -129,6 +137,7 @@ def one(args) -> list[dict]:
                         policy=name,
                         realised=planted_macro(values, counts) - base_score,
                         optimum=planted_macro(values, optimum) - base_score,
+                        bounded=planted_macro(values, bounded) - base_score,
                         predicted=float(m["gain"]),
                         predicted_lo=float(m["gain_lo"]),
                         predicted_hi=float(m["gain_hi"]),
@@ -158,6 +167,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                 policy=policy,
                 studies=len(g),
                 share_of_optimum=g["realised"].mean() / g["optimum"].mean(),
+                share_of_bounded=g["realised"].mean() / g["bounded"].mean(),
+                bounded_share=g["bounded"].mean() / g["optimum"].mean(),
                 at_least_reach4=np.nan
                 if policy.startswith("reach4")
                 else float((mine >= other.reindex(mine.index) - 1e-9).mean()),
