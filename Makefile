@@ -14,15 +14,24 @@ LADDER_STUDY ?= $(LADDER_DIR)/study
 DEMO_GRID ?= recipes/grids/demo.yaml
 DEMO_STUDY ?= runs/study/demo
 
-.PHONY: demo test test-fast lint ladder clean check-cxx
+.PHONY: demo test test-fast lint ladder clean check-cxx lock
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints-cpu.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11" >&2; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: here it installs from a local CPU wheel; a newer one pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev,train,eval,slurm,mixing]"
+	# the rest at the lock's versions: another install pretrains other micro bases (constraints-cpu.txt)
+	$(PY) -m pip install -q -c constraints-cpu.txt -e ".[dev,train,eval,slurm,mixing]"
 	touch $@
+
+# Move the lock (after a dependency change): the venv upgraded to what the registry resolves
+# now, without the lock, then the lock rewritten from it (its header kept). Pretrained micro
+# bases built before it are then another install's (studies/seed_noise_micro).
+lock: $(VENV)/.installed
+	$(PY) -m pip install -q --upgrade --upgrade-strategy eager torch==2.13.0 -e ".[dev,train,eval,slurm,mixing]"
+	{ sed -n '/^#/p' constraints-cpu.txt; $(PY) -m pip freeze --exclude-editable | grep -v '^torch=='; } > constraints-cpu.txt.tmp
+	mv constraints-cpu.txt.tmp constraints-cpu.txt
 
 check-cxx:
 	@command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || { \

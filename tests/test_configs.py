@@ -191,3 +191,18 @@ def test_every_model_dir_a_documented_command_names_is_one_a_documented_command_
     }
     assert named  # the docs do show such commands
     assert sorted(p for p in named if p[1] not in created) == []
+
+
+def test_the_cpu_lock_pins_every_package_but_torch_which_the_makefile_pins():
+    """constraints-cpu.txt: one `name==version` per package (after its comment header), the
+    libraries a micro base's weights depend on among them; torch is the Makefile's own pin."""
+    lines = [x for x in (REPO / "constraints-cpu.txt").read_text().splitlines() if x]
+    pins = [x for x in lines if not x.startswith("#")]
+    assert pins and all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+!\-]+", x) for x in pins)
+    names = {x.split("==")[0].lower().replace("_", "-") for x in pins}
+    assert len(names) == len(pins)  # no package twice
+    assert {"transformers", "tokenizers", "trl", "accelerate", "numpy"} <= names
+    assert "torch" not in names
+    makefile = (REPO / "Makefile").read_text()
+    assert "pip install -q torch==2.13.0" in makefile
+    assert "-c constraints-cpu.txt" in makefile
