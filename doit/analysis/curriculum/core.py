@@ -117,8 +117,9 @@ def cross_fitted(ev: Evidence, allocations: dict) -> tuple[dict, list[str]]:
             None if x is None or y is None else (x + y) / 2 for x, y in zip(*both, strict=True)
         )
     return out, [
-        f"{', '.join(chosen)}: predicted scores and gains {crossfit.CROSSFIT} (chosen on one, "
-        "predicted by the other's curves, both ways; the mix written is chosen on all items)"
+        f"{', '.join(chosen)}: predicted macro and gain {crossfit.CROSSFIT} (chosen on one, "
+        "predicted by the other's curves, both ways; the mix written is chosen on all items, "
+        "and its ability rows are predicted at its counts by the fits of every item)"
     ]
 
 
