@@ -1,4 +1,4 @@
-"""Write a study's results table and per-item rows as gzip-compressed CSV (gzip mtime 0:
+"""Write a study's results table and per-item rows as gzip-compressed CSV (no name, mtime 0:
 reproducible), a staged cell's earlier stages included, so the study can be re-analysed
 without retraining (`gunzip -k`, then `doit analysis run DIR/results.csv`).
 
@@ -21,7 +21,7 @@ def main(study: str, out: str, prefix: str) -> None:
         if table is None:
             continue
         with atomic_path(Path(out) / f"{prefix}{suffix}.csv.gz") as tmp, open(tmp, "wb") as fh:
-            with gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) as f:
+            with gzip.GzipFile(filename="", fileobj=fh, mode="wb", mtime=0) as f:
                 f.write(table.to_csv(index=False).encode())
 
 
