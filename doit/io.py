@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import gzip
 import hashlib
 import json
 import os
@@ -83,6 +84,15 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
         if e.filename is not None:
             raise
         raise OSError(e.errno, e.strerror, str(path)) from None
+    return Path(path)
+
+
+def atomic_write_gzip_text(path: str | os.PathLike, text: str) -> Path:
+    """``text`` gzip-compressed to ``path`` (atomically, as `atomic_path`), its header without
+    a name or a time: the same text gives the same bytes (tables committed beside a study)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        with gzip.GzipFile(filename="", fileobj=fh, mode="wb", mtime=0) as f:
+            f.write(text.encode("utf-8"))
     return Path(path)
 
 

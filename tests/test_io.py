@@ -1,5 +1,6 @@
 """Atomic writes: a run killed mid-write leaves the previous output intact."""
 
+import gzip
 import os
 import signal
 import subprocess
@@ -116,3 +117,11 @@ def test_predictions_with_unicode_separators_round_trip_through_score(tmp_path):
     preds = [{"type": "biology", "idx": 0, "answer_kind": "mc", "prediction": "A\u2028B"}]
     write_jsonl(tmp_path / "pred.jsonl", preds)
     assert [p for _, p in read_predictions(tmp_path / "pred.jsonl")] == preds
+
+
+def test_gzip_text_gives_the_same_bytes_for_the_same_text_whatever_the_temp_name(tmp_path):
+    from doit.io import atomic_write_gzip_text
+
+    a = atomic_write_gzip_text(tmp_path / "a.csv.gz", "x,y\n1,2\n").read_bytes()
+    b = atomic_write_gzip_text(tmp_path / "b" / "a.csv.gz", "x,y\n1,2\n").read_bytes()
+    assert a == b and gzip.decompress(a) == b"x,y\n1,2\n"

@@ -1,5 +1,5 @@
-"""Write a study's results table and per-item rows as gzip-compressed CSV (no name, mtime 0:
-reproducible), a staged cell's earlier stages included, so the study can be re-analysed
+"""Write a study's results table and per-item rows as gzip-compressed CSV (the same
+bytes for the same rows), a staged cell's earlier stages included, so the study can be re-analysed
 without retraining (`gunzip -k`, then `doit analysis run DIR/results.csv`).
 
     python studies/curriculum_micro/tables.py STUDY OUT_DIR PREFIX
@@ -7,12 +7,11 @@ without retraining (`gunzip -k`, then `doit analysis run DIR/results.csv`).
 
 from __future__ import annotations
 
-import gzip
 import sys
 from pathlib import Path
 
 from doit.grid.results import read_items, read_results
-from doit.io import atomic_path
+from doit.io import atomic_write_gzip_text
 
 
 def main(study: str, out: str, prefix: str) -> None:
@@ -20,9 +19,7 @@ def main(study: str, out: str, prefix: str) -> None:
     for suffix, table in tables:
         if table is None:
             continue
-        with atomic_path(Path(out) / f"{prefix}{suffix}.csv.gz") as tmp, open(tmp, "wb") as fh:
-            with gzip.GzipFile(filename="", fileobj=fh, mode="wb", mtime=0) as f:
-                f.write(table.to_csv(index=False).encode())
+        atomic_write_gzip_text(Path(out) / f"{prefix}{suffix}.csv.gz", table.to_csv(index=False))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ and prints the issue's "Done when" lines. Cells not run yet are simply absent.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from doit.analysis import reference as ref
 from doit.analysis.pipeline import Analysis
 from doit.analysis.settings import Settings
 from doit.grid.results import read_items, read_results
-from doit.io import atomic_path, atomic_write_text
+from doit.io import atomic_write_gzip_text, atomic_write_text
 
 VANILLA = ("vanilla_xs", "vanilla_s", "vanilla_l")
 DEMO_BASES = ("vanilla_xs", "vanilla_s")  # recipes/grids/demo.yaml's, at its n (NS)
@@ -106,13 +105,11 @@ def done_when(g: dict) -> list[str]:
 
 
 def write_tables(study: str, out: Path) -> None:
-    """The results and per-item tables, gzip-compressed CSV (gzip mtime 0: reproducible)."""
+    """The results and per-item tables, gzip-compressed CSV (the same bytes for the same rows)."""
     for name, table in (("results", read_results(study)), ("results.items", read_items(study))):
         if table is None:
             continue
-        with atomic_path(out / f"{name}.csv.gz") as tmp, open(tmp, "wb") as fh:
-            with gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) as f:
-                f.write(table.to_csv(index=False).encode())
+        atomic_write_gzip_text(out / f"{name}.csv.gz", table.to_csv(index=False))
 
 
 def write_csv(path: Path, table) -> None:
