@@ -172,9 +172,11 @@ def recipe(
     return cfg
 
 
-def data_points(grid: Grid, base: Base, random=()) -> list[tuple[str, dict, dict]]:
-    """(label, recipe data keys, cell fields) of every data cell of ``base``; ``random``: the
-    (name, path) of each random mixture (`doit.grid.random_mixes.write_mixes`)."""
+def data_points(grid: Grid, base: Base, written=((), {})) -> list[tuple[str, dict, dict]]:
+    """(label, recipe data keys, cell fields) of every data cell of ``base``; ``written``: the
+    mix files the plan wrote (`written_mixes`): (name, path) of each random mixture, and each
+    staged mix's copies at the replay axis's counts."""
+    random, replays = written
 
     def applies(axis: str) -> tuple:
         a = grid.data.get(axis)
@@ -204,17 +206,11 @@ def data_points(grid: Grid, base: Base, random=()) -> list[tuple[str, dict, dict
                 {"construction": "synthetic", "synthetic": total},
             )
         )
-    for path in applies("mix"):
-        name = Path(path).stem
-        out.append(
-            (
-                f"mix_{name}",
-                {"mix": str(Path(path).resolve())},
-                {"construction": "mix", "mix": name},
-            )
-        )
+    mixes = [(Path(p).stem, p) for p in applies("mix")]
+    mixes = [copy for _, p in mixes for copy in replays[p]] if replays else mixes
     rm = grid.data.get("random_mixes")
-    for name, path in random if rm and (rm.bases is None or base.name in rm.bases) else ():
+    mixes += random if rm and (rm.bases is None or base.name in rm.bases) else ()
+    for name, path in mixes:
         out.append(
             (
                 f"mix_{name}",
@@ -275,7 +271,7 @@ def expand(grid: Grid, study=None) -> list[Cell]:
         return pretraining_cells(grid)
     from doit.train.sft.args import training_identity  # the recipe's owner (imports torch)
 
-    random = random_mix_files(grid, study)
+    written = written_mixes(grid, study)
     cells = []
     sweeps = [dict(zip(grid.sweep, values)) for values in itertools.product(*grid.sweep.values())]
     for base in grid.bases:
@@ -316,7 +312,7 @@ def expand(grid: Grid, study=None) -> list[Cell]:
                 )
             )
         for (label, data, fields), sweep, formulation, seed, sample_seed in itertools.product(
-            data_points(grid, base, random),
+            data_points(grid, base, written),
             sweeps,
             grid.formulations,
             grid.seeds,
@@ -350,16 +346,35 @@ def expand(grid: Grid, study=None) -> list[Cell]:
     return cells
 
 
+def written_mixes(grid: Grid, study) -> tuple[list[tuple[str, Path]], dict]:
+    """The mix files the plan writes into ``STUDY/mixes/``: (name, path) of each random
+    mixture (`random_mix_files`), and each staged mix path's copies at the replay axis's
+    counts (`doit.grid.replay`; {} without the axis)."""
+    replay = grid.data.get("replay")
+    if replay is None:
+        return random_mix_files(grid, study), {}
+    from doit.grid.replay import write_replayed
+
+    _needs_study(grid, study, "data.replay")
+    return random_mix_files(grid, study), write_replayed(
+        grid.data["mix"].values, replay.values, study
+    )
+
+
+def _needs_study(grid: Grid, study, key: str) -> None:
+    if study is None:
+        raise PlanError(
+            f"{grid.path}: {key}: its mix files are written into the "
+            "study folder: plan it with python -m doit.grid plan GRID --out STUDY"
+        )
+
+
 def random_mix_files(grid: Grid, study) -> list[tuple[str, Path]]:
     """(name, path) of the random mixtures, written into ``STUDY/mixes/``; [] without the axis."""
     axis = grid.data.get("random_mixes")
     if axis is None:
         return []
-    if study is None:
-        raise PlanError(
-            f"{grid.path}: data.random_mixes: its mix files are written into the "
-            "study folder: plan it with python -m doit.grid plan GRID --out STUDY"
-        )
+    _needs_study(grid, study, "data.random_mixes")
     from doit.grid.random_mixes import write_mixes
 
     try:
@@ -513,8 +528,8 @@ def write_plan(
             f"{study} was planned from another grid (differs in: {keys}); "
             "--replan keeps the cells whose id is unchanged"
         )
-    if "random_mixes" in grid.data:  # the same ids: a mix's path is not part of its identity
-        cells = expand(grid, study)
+    if {"random_mixes", "replay"} & set(grid.data):  # the same ids: a mix's path is not part
+        cells = expand(grid, study)  # of its identity
     retired = []
     if old is not None:
         keep = {c.id for c in cells}

@@ -28,7 +28,7 @@ from doit.io import YamlError, parse_yaml, read_yaml
 LAUNCHERS = ("inprocess", "python", "torchrun", "deepspeed")
 KEEP = ("all", "scored", "best", "last")
 EVAL_EPOCHS = ("all", "last")
-DATA_AXES = ("per_ability", "loo", "synthetic", "mix", "random_mixes")
+DATA_AXES = ("per_ability", "loo", "synthetic", "mix", "random_mixes", "replay")
 SEED = "{seed}"  # the placeholder a base path takes under `pretrain_seed`
 NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a name that becomes part of a path (cell ids, files)
 
@@ -412,10 +412,35 @@ def _check_seed_axis(c: _Check, key: str, fields: dict, seeded: bool, pretrainin
 
 def _data(c: _Check, raw, names: set[str]) -> dict[str, Axis | RandomMixes]:
     data = c.mapping("data", raw, set(DATA_AXES))
-    return {
+    axes = {
         k: (_random_mixes if k == "random_mixes" else _axis)(c, f"data.{k}", v, names)
         for k, v in data.items()
+        if k != "replay"
     }
+    if "replay" in data:
+        axes["replay"] = _replay(c, data["replay"], axes.get("mix"))
+    return axes
+
+
+def _replay(c: _Check, raw, mixes: Axis | None) -> Axis:
+    """``data.replay``: the replay counts every staged mix of ``data.mix`` is trained at (its
+    later stages' ``replay``, doit.data.mixes), each a cell of its own."""
+    if not isinstance(raw, list):
+        c.fail("data.replay", "expected a list of integers >= 0 (items replayed per later stage)")
+    values = c.ints("data.replay", raw, minimum=0)
+    if mixes is None:
+        c.fail("data.replay", "replays the staged mixes of data.mix: give data.mix")
+    if c.files:
+        from doit.data.mixes import MixError, load_mix
+
+        for i, path in enumerate(mixes.values):
+            try:
+                staged = bool(load_mix(path).stages)
+            except MixError as e:
+                c.fail(f"data.mix[{i}]", str(e))
+            if not staged:
+                c.fail(f"data.mix[{i}]", f"{path} has no stages: data.replay needs a staged mix")
+    return Axis(values)
 
 
 def _random_mixes(c: _Check, key: str, raw, names: set[str]) -> RandomMixes:
