@@ -2,14 +2,15 @@
 
     python studies/seed_noise_micro/compare.py ARM=STUDY ARM=STUDY [...] --out DIR
 
-Each STUDY a study folder of this grid (or a per-item table beside its results.csv); the first
-ARM is the baseline the others are compared with. Per arm, over the (ability, n) points that every
-arm has, on the test split of the ten in-domain abilities: the seeds' spread of the score (points, pooled SD with
-ddof 1), the per-item flip rate (the share of items two seeds of a point answer differently,
-mean over seed pairs), the seed component the analysis estimates (`doit.stats.variance`: the
-spread beyond independent per-item flips, logit), the macro score per n and its rise from the
-smallest n to the largest. Intervals resample the points (ability x n, each with its seeds and
-items), paired across arms; 2,000 replicates. Writes DIR/seed_noise.csv (one row per arm and
+Each STUDY a study folder of this grid (or a per-item table beside its results.csv); the
+first ARM is the baseline the others are compared with. Per arm, over the (ability, n) points
+that every arm has, on the test split of the ten in-domain abilities: the seeds' spread of the
+score (points, pooled SD with ddof 1), the per-item flip rate (the share of items two seeds of
+a point answer differently, mean over seed pairs), the seed component the analysis estimates
+(`doit.stats.variance`: the spread beyond independent per-item flips, logit), the macro score
+per n and its rise from the smallest n to the largest. Intervals resample the points (ability
+x n, each with its seeds and items), paired across arms, 2,000 replicates, under the analysis's
+interval rule (bias-corrected percentile). Writes DIR/seed_noise.csv (one row per arm and
 measure) and prints it.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from doit.analysis.bootstrap import interval
 from doit.data.abilities import ABILITY_KEYS
 from doit.grid.results import read_results
 from doit.io import atomic_path
@@ -51,25 +53,26 @@ def load(path: Path, base: str) -> dict:
     return outcomes(read_results(path, per_item=True), read_results(table), base)
 
 
-def measures(points: list[np.ndarray], ns: np.ndarray) -> dict:
-    """The arm's measures over ``points`` (seeds x items each) whose n are ``ns``."""
-    spread = np.mean([y.mean(1).var(ddof=1) for y in points])
-    flips = np.mean(
-        [
-            np.mean([np.mean(y[a] != y[b]) for a, b in itertools.combinations(range(len(y)), 2)])
-            for y in points
-        ]
-    )
-    groups = [np.arange(len(y)) for y in points]
-    moments = np.vstack(
-        [item_moments([g], y, np.ones_like(y, bool)) for g, y in zip(groups, points)]
-    )
-    total, noise, _ = pooled_seed_variance(moments)
-    score = np.array([100 * y.mean() for y in points])
+def point_stats(y: np.ndarray) -> dict:
+    """One point's (seeds x items) statistics, fixed under the resampling of points: its seeds'
+    score variance, its mean flip rate over seed pairs, its seed moments, its score."""
+    pairs = itertools.combinations(range(len(y)), 2)
+    return {
+        "var": y.mean(1).var(ddof=1),
+        "flips": np.mean([np.mean(y[a] != y[b]) for a, b in pairs]),
+        "moments": item_moments([np.arange(len(y))], y, np.ones_like(y, bool)),
+        "score": 100 * y.mean(),
+    }
+
+
+def measures(stats: list[dict], ns: np.ndarray) -> dict:
+    """The arm's measures over the points ``stats`` (`point_stats`) whose n are ``ns``."""
+    total, noise, _ = pooled_seed_variance(np.vstack([p["moments"] for p in stats]))
+    score = np.array([p["score"] for p in stats])
     macro = {int(n): score[ns == n].mean() for n in np.unique(ns)}
     return {
-        "seed_sd_points": 100 * np.sqrt(spread),
-        "flip_rate": 100 * flips,
+        "seed_sd_points": 100 * np.sqrt(np.mean([p["var"] for p in stats])),
+        "flip_rate": 100 * np.mean([p["flips"] for p in stats]),
         "seed_component_logit": np.sqrt(max(total - noise, 0.0)),
         **{f"macro_n{n}": v for n, v in macro.items()},
         "rise": macro[max(macro)] - macro[min(macro)],
@@ -77,35 +80,40 @@ def measures(points: list[np.ndarray], ns: np.ndarray) -> dict:
 
 
 def compare(arms: dict[str, dict], replicates: int = REPLICATES, seed: int = 0) -> pd.DataFrame:
-    """One row per arm and measure: point, 95% interval over resampled points, and the
-    difference from the first arm with its paired interval."""
+    """One row per arm and measure: point, 95% interval over resampled points (the analysis's
+    interval rule, `doit.analysis.bootstrap.interval`), and the difference from the first arm
+    with its paired interval."""
     keys = sorted(set.intersection(*(set(a) for a in arms.values())))
     ns = np.array([n for _, n in keys])
-    point = {name: measures([a[k] for k in keys], ns) for name, a in arms.items()}
+    stats = {name: [point_stats(a[k]) for k in keys] for name, a in arms.items()}
+    point = {name: measures(st, ns) for name, st in stats.items()}
     rng = np.random.default_rng(seed)
     reps = {name: [] for name in arms}
     for _ in range(replicates):
         draw = rng.integers(0, len(keys), len(keys))
         while len(np.unique(ns[draw])) < len(np.unique(ns)):  # every n in every replicate
             draw = rng.integers(0, len(keys), len(keys))
-        for name, a in arms.items():
-            reps[name].append(measures([a[keys[i]] for i in draw], ns[draw]))
+        for name, st in stats.items():
+            reps[name].append(measures([st[i] for i in draw], ns[draw]))
     first = next(iter(arms))
     rows = []
     for name in arms:
         for m, value in point[name].items():
             r = np.array([x[m] for x in reps[name]])
             d = r - np.array([x[m] for x in reps[first]])
+            diff = value - point[first][m]
+            lo, hi = interval(value, r)
+            diff_lo, diff_hi = interval(diff, d) if name != first else (0.0, 0.0)
             rows.append(
                 {
                     "arm": name,
                     "measure": m,
                     "value": value,
-                    "lo": np.quantile(r, 0.025),
-                    "hi": np.quantile(r, 0.975),
-                    "diff": value - point[first][m],
-                    "diff_lo": np.quantile(d, 0.025),
-                    "diff_hi": np.quantile(d, 0.975),
+                    "lo": lo,
+                    "hi": hi,
+                    "diff": diff,
+                    "diff_lo": diff_lo,
+                    "diff_hi": diff_hi,
                     "points": len(keys),
                     "resamples": f"ability x n points, paired across arms ({replicates})",
                 }
