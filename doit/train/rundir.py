@@ -28,8 +28,9 @@ covered so far: fine-tuning's assistant tokens, pretraining's every block token)
 per ability); "summary" is the trainer's closing log (``train_runtime``...); "start" and "end"
 carry the run's description (pretraining: arch, size, seed, parameter counts, unigram baseline;
 "end" also the final valid loss, ``total_wall_s`` and ``versions``, the libraries it ran on:
-the same recipe on another install gives another base, studies/seed_noise_micro). Fine-tuning rows also carry ``session``
-(0 for the first start, +1 per resume); on resume, rows past the checkpoint's step are dropped.
+the same recipe on another install gives another base, studies/seed_noise_micro). Fine-tuning
+rows also carry ``session`` (0 for the first start, +1 per resume); on resume, rows past the
+checkpoint's step are dropped.
 
 A killed fine-tuning run resumes from its newest complete checkpoint, and only the run that
 wrote it: before anything is written to the folder (`doit.train.sft.check_resume`), the keys of
