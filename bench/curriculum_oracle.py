@@ -20,10 +20,11 @@ Per world, budget and policy (``marginal`` at each ``--risks`` lambda, evidence-
 free, item difficulties averaged) of its counts minus uniform's; the optimum is the same DP
 (`optimise.maximise`) over the planted values themselves, counts 1..budget, and the *bounded*
 optimum the same with no ability past the grid's largest n (what reach 1 allows: the best any
-evidence-bounded policy can do; `bounded_share` is its share of the optimum's gain). Written: one row per
-(design, study, budget, policy) with counts; printed: the summary per (design, budget, policy):
-share of the optimum's gain (mean realised / mean optimum), the share of studies at or above the
-reach-4 policy, mean predicted - realised, the predicted-gain interval's coverage of realised.
+evidence-bounded policy can do; `bounded_share` is its share of the optimum's gain). Written:
+one row per (design, study, budget, policy) with counts; printed: the summary per (design,
+budget, policy): share of the optimum's gain (mean realised / mean optimum) and of the bounded
+optimum's, the share of studies at or above the reach-4 policy, mean predicted - realised, the
+predicted-gain interval's coverage of realised.
 """
 
 from __future__ import annotations
