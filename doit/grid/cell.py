@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -208,7 +209,7 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
     base = grid.base(cell.base)
     common = cell_columns(cell, base, info)
     if cell.kind == "base":  # the untuned base, rendered as its fine-tuned cells train
-        targets = [(None, False, 0.0, 0, base.resolved, metrics, {})]
+        targets = [Scored(None, False, 0.0, 0, base.resolved, metrics, {})]
         kw = {"chat_format": base.chat_format, "seed": cell.seed}
     else:
         targets, kw = scored_models(run, grid.eval_epochs, info), {}
@@ -232,20 +233,31 @@ def evaluate_cell(cell: Cell, grid: Grid, folder: Path) -> tuple[list[dict], lis
     return rows, items
 
 
-def scored_models(run: Path, eval_epochs, info: dict) -> list[tuple]:
-    """(stage, earlier, epoch, step, model dir, metrics rows, run_info data) of what a trained
-    cell scores: the checkpoints ``eval_epochs`` names (stage None; a staged run's: its last
-    stage K, with the run's data summed over its stages: ``info``, its run_info.json), and a
-    staged run's earlier stages' final models (``earlier``, for forgetting: stage k, with
-    what that stage trained on)."""
+class Scored(NamedTuple):
+    """A model a cell scores and what its rows carry."""
+
+    stage: int | None  # its stage (a staged run's), None for an ordinary run
+    earlier: bool  # an earlier stage's final model (scored for forgetting)
+    epoch: float
+    step: int
+    model_dir: Path
+    metrics: list  # its run's metrics.jsonl rows
+    data: dict  # its run_info.json's data: what it trained on
+
+
+def scored_models(run: Path, eval_epochs, info: dict) -> list[Scored]:
+    """What a trained cell scores: the checkpoints ``eval_epochs`` names (stage None; a staged
+    run's: its last stage K, with the run's data summed over its stages: ``info``, its
+    run_info.json), and a staged run's earlier stages' final models (``earlier``, for
+    forgetting: stage k, with what that stage trained on)."""
     metrics = rundir.read_metrics(run) if (run / rundir.METRICS).is_file() else []
     earlier = evaluate.earlier_stages(run)
     last = len(earlier) + 1 if earlier else None
     own = evaluate.checkpoints_to_score(run, eval_epochs)
-    out = [(last, False, e, s, m, metrics, info.get("data", {})) for e, s, m in own]
+    out = [Scored(last, False, e, s, m, metrics, info.get("data", {})) for e, s, m in own]
     for k, epoch, step, model in earlier:
         data = rundir.read_run_info(model).get("data", {})
-        out.append((k, True, epoch, step, model, rundir.read_metrics(model), data))
+        out.append(Scored(k, True, epoch, step, model, rundir.read_metrics(model), data))
     return out
 
 
