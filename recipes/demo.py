@@ -18,6 +18,9 @@ every finished piece and takes well under a minute):
    same draw); then the report (``STUDY/analysis/report.html``) and a summary of <= 10 lines,
    also kept in ``STUDY/analysis/summary.txt``.
 
+One training seed per cell: every interval of steps 4 and 5 takes its seed component as a prior,
+the seed SD studies/seed_noise_micro measured on this recipe (`seed_prior`).
+
 What the library prints beyond the step lines goes to ``STUDY/demo.log``; the runner's
 progress bars stay on the terminal.
 """
@@ -33,7 +36,7 @@ from pathlib import Path
 
 BUDGETS = {"corpus": 30, "bases": 300, "cells": 420, "analysis": 60, "curriculum": 90}  # s: 15 min
 CURRICULUM_BUDGET = 640  # items: 64 per ability, so uniform is the grid's n = 64 cell
-SEEDS = (0,)  # one training seed: the curriculum's CI is over items only (the summary says so)
+SEEDS = (0,)  # one training seed: the seed component of every interval is a prior (below)
 # The grid's leave-one-out cells are on vanilla_xs, the curriculum's target is vanilla_s: their
 # transfer term is not carried across bases (#32), so the demo's curriculum turns it off.
 TRANSFER = "off"
@@ -163,10 +166,12 @@ def demo(a) -> int:
         )
         return 1
     out = a.study / "analysis"
-    stamp, asked = fingerprint(a.study), {"budget": a.budget, "replicates": a.replicates}
+    prior = seed_prior()
+    stamp = fingerprint(a.study)
+    asked = {"budget": a.budget, "replicates": a.replicates, "seed_sd": prior}
     lines = reuse_summary(out, stamp, asked)
     if lines is None:
-        lines = analyse(a, grid, clock, log, out)
+        lines = analyse(a, grid, clock, log, out, prior)
         save_summary(out, stamp, asked, lines)
     else:
         print("    analysis and curriculum: up to date with the study's results (reused)")
@@ -175,18 +180,27 @@ def demo(a) -> int:
     return 0
 
 
-def analyse(a, grid, clock: Clock, log: Path, out: Path) -> list[str]:
-    """Steps 4 and 5, the report and the summary lines."""
+def seed_prior() -> float | None:
+    """The training-seed SD (logit) every interval of the demo includes as a prior: one seed
+    cannot estimate it, so it is the one the recorded seed-noise study measured on the demo's
+    recipe (`reference.SEED_PRIOR_FILE`); None (intervals over items only, said) without it."""
+    from doit.analysis import reference
+
+    return reference.read_seed_prior(REPO / reference.SEED_PRIOR_FILE)
+
+
+def analyse(a, grid, clock: Clock, log: Path, out: Path, prior: float | None) -> list[str]:
+    """Steps 4 and 5, the report and the summary lines; ``prior``: the seed SD (`seed_prior`)."""
     from doit.analysis import plots, reference, report, summary
     from doit.analysis.curriculum import outputs, validate
 
     with clock.step("analysis"), logged(log):
-        analysis = run_analysis(a.study, a.data, out, grid, a.replicates)
+        analysis = run_analysis(a.study, a.data, out, grid, a.replicates, prior)
         figures = plots.save_all(analysis, out)
     base = grid.bases[-1].name  # the larger base: the grids list them smallest first
     with clock.step("curriculum"), logged(log):
         result, tables = run_curriculum(
-            a.study, a.data, out / "curriculum", base, a.budget, a.workers, a.replicates
+            a.study, a.data, out / "curriculum", base, a.budget, a.workers, a.replicates, prior
         )
         gain = summary.curriculum_gain(tables["differences"])
         png = out / "curriculum" / "figures" / "curriculum.png"  # drawn by curriculum.write
@@ -221,15 +235,15 @@ def curriculum_said(result) -> str:
     )
 
 
-def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
-    """The study's analysis on test (the rule `last`), Complexity measured on the smaller base
-    as the cells were asked (their formulation) on valid (the split disjoint from the
-    sensitivities'), every table written; returns the Analysis."""
+def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int, seed_sd=None):
+    """The study's analysis on test (the rule `last`, ``seed_sd`` the seed prior), Complexity
+    measured on the smaller base as the cells were asked (their formulation) on valid (the split
+    disjoint from the sensitivities'), every table written; returns the Analysis."""
     from doit.analysis.cli import complexity_split, measure_complexity, write_tables
     from doit.analysis.pipeline import Analysis, load_truth
     from doit.analysis.settings import Settings
 
-    settings = Settings(rule="last", replicates=replicates)
+    settings = Settings(rule="last", replicates=replicates, seed_sd=seed_sd)
     complexity = measure_complexity(
         str(grid.bases[0].resolved),
         str(data),
@@ -243,18 +257,25 @@ def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int):
 
 
 def run_curriculum(
-    study: Path, data: Path, out: Path, base: str, budget: int, workers: int, replicates: int
+    study: Path,
+    data: Path,
+    out: Path,
+    base: str,
+    budget: int,
+    workers: int,
+    replicates: int,
+    seed_sd=None,
 ):
     """marginal vs uniform at ``budget`` items on ``base``: fitted on valid with ``replicates``
-    bootstrap replicates (the analysis's), written, the marginal mix trained (uniform reuses
-    the grid's cell), both compared on test."""
+    bootstrap replicates and the seed prior ``seed_sd`` (the analysis's), written, the marginal
+    mix trained (uniform reuses the grid's cell), both compared on test."""
     from dataclasses import replace
 
     from doit.analysis import curriculum as cur
     from doit.analysis.curriculum import validate
     from doit.analysis.curriculum.options import SETTINGS
 
-    settings = replace(SETTINGS, replicates=replicates)
+    settings = replace(SETTINGS, replicates=replicates, seed_sd=seed_sd)
     options = cur.Options(
         budget=budget,
         policies=("marginal",),

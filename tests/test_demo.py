@@ -136,6 +136,8 @@ def test_the_demo_runs_the_whole_study_and_a_rerun_reuses_it(
     assert summary[0].startswith("study: synthetic micro DoIT (not DoIT)")
     graded = [x for x in summary if x.startswith(("against the reference", "reference study: "))]
     assert len(graded) == 1, summary  # graded against studies/micro_reference, or said not to be
+    curriculum = [x for x in summary if x.startswith("curriculum: ")]
+    assert len(curriculum) == 1 and "a seed prior (seed_sd=" in curriculum[0], summary
 
     study, out = tmp_path / "study", tmp_path / "study" / "analysis"
     results = pd.read_csv(study / "results.csv")

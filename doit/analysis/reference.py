@@ -359,3 +359,36 @@ def read_reference(folder) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     if "data_class" not in classes.columns:
         raise ValueError(f"{paths[0]}: no data_class column")
     return classes, restricted
+
+
+# The training-seed SD a one-seed micro study borrows (`Settings.seed_sd`): the seed component the
+# recorded seed-noise study measured on the demo's own recipe and install (its `demo` arm,
+# vanilla_s, n = 16-256, 3 seeds, on the logit of a point's score).
+SEED_PRIOR_FILE = "studies/seed_noise_micro/seed_noise.csv"
+SEED_PRIOR_ROW = {"arm": "demo", "measure": "seed_component_logit"}
+
+
+def read_seed_prior(path) -> float | None:
+    """The seed SD (logit) recorded in ``path`` (``SEED_PRIOR_ROW``'s ``value``), or None where
+    the file is missing (not recorded); a ResultsError naming the file, line and field when it
+    holds no such row or no value >= 0."""
+    from pathlib import Path
+
+    from doit.grid.results import ResultsError
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    table = pd.read_csv(path)
+    mine = np.ones(len(table), bool)
+    for key, value in SEED_PRIOR_ROW.items():
+        if key not in table.columns:
+            raise ResultsError(f"{path}: no {key} column")
+        mine &= (table[key] == value).to_numpy()
+    if mine.sum() != 1 or "value" not in table.columns:
+        raise ResultsError(f"{path}: expected one row {SEED_PRIOR_ROW} with a value column")
+    line = int(np.flatnonzero(mine)[0]) + 2  # the header is line 1
+    value = pd.to_numeric(table.loc[mine, "value"], errors="coerce").iloc[0]
+    if not value >= 0:  # NaN too
+        raise ResultsError(f"{path}, line {line}, field value: {value} (a seed SD >= 0)")
+    return float(value)

@@ -10,8 +10,9 @@ a point answer differently, mean over seed pairs), the seed component the analys
 (`doit.stats.variance`: the spread beyond independent per-item flips, logit), the macro score
 per n and its rise from the smallest n to the largest. Intervals resample the points (ability
 x n, each with its seeds and items), paired across arms, 2,000 replicates, under the analysis's
-interval rule (bias-corrected percentile). Writes DIR/seed_noise.csv (one row per arm and
-measure) and prints it.
+interval rule (bias-corrected percentile). Over every arm's runs together, the correlation of
+two abilities' seed effects within a run (`seed_correlation`; its interval resamples the
+(arm, n) groups). Writes DIR/seed_noise.csv (one row per arm and measure) and prints it.
 """
 
 from __future__ import annotations
@@ -121,6 +122,53 @@ def compare(arms: dict[str, dict], replicates: int = REPLICATES, seed: int = 0) 
     return pd.DataFrame(rows)
 
 
+def run_residuals(outcome: dict) -> pd.DataFrame:
+    """A row per (n, seed) run and a column per ability: the run's score minus the mean of its
+    n's seeds (points), over the abilities every run scored."""
+    scores = pd.Series(
+        {(a, n, s): 100 * y[s].mean() for (a, n), y in outcome.items() for s in range(len(y))}
+    )
+    wide = scores.unstack(0).dropna(axis=1)
+    return wide - wide.groupby(level=0).transform("mean")
+
+
+def seed_correlation(arms: dict[str, dict], replicates: int = REPLICATES, seed: int = 0):
+    """The correlation of training-seed effects across abilities within a run, over every
+    arm's runs: rho = (V_macro / (V_ability / K) - 1) / (K - 1), V_macro the variance of the
+    runs' macro residual, V_ability the mean per-ability residual variance, K abilities (rho 0:
+    independent, the macro's seed variance K times smaller than one ability's; 1: one shared
+    effect, as `doit.analysis.bootstrap` draws it). Interval: the (arm, n) groups resampled."""
+    groups = [g for a in arms.values() for _, g in run_residuals(a).groupby(level=0)]
+    k = groups[0].shape[1]
+
+    def rho(gs) -> float:
+        r = pd.concat(gs)
+        ratio = (r.mean(axis=1) ** 2).sum() / ((r**2).to_numpy().sum() / k / k)
+        return (ratio - 1) / (k - 1)
+
+    rng = np.random.default_rng(seed)
+    reps = np.array(
+        [
+            rho([groups[i] for i in rng.integers(0, len(groups), len(groups))])
+            for _ in range(replicates)
+        ]
+    )
+    value = rho(groups)
+    lo, hi = interval(value, reps)
+    return {
+        "arm": "+".join(arms),
+        "measure": "seed_corr_across_abilities",
+        "value": value,
+        "lo": lo,
+        "hi": hi,
+        "diff": np.nan,
+        "diff_lo": np.nan,
+        "diff_hi": np.nan,
+        "points": len(groups),
+        "resamples": f"(arm, n) groups of runs ({replicates})",
+    }
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -134,6 +182,7 @@ def main(argv=None) -> None:
         name, path = spec.split("=", 1)
         arms[name] = load(Path(path), args.base)
     df = compare(arms)
+    df = pd.concat([df, pd.DataFrame([seed_correlation(arms)])], ignore_index=True)
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.out / "seed_noise.csv") as tmp:
         df.round(4).to_csv(tmp, index=False)

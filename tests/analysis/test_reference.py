@@ -165,3 +165,26 @@ def test_a_one_seed_study_is_graded_against_the_reference_and_its_restricted_fit
     assert summary.reference_lines(small, None, "text")[0].startswith(
         "reference study: not recorded"
     )
+
+
+def test_the_seed_prior_is_read_from_the_recorded_study_and_a_bad_row_is_located(tmp_path):
+    from pathlib import Path
+
+    import pandas as pd
+
+    from doit.grid.results import ResultsError
+
+    repo = Path(__file__).resolve().parents[2]
+    recorded = pd.read_csv(repo / ref.SEED_PRIOR_FILE)
+    row = recorded[(recorded["arm"] == "demo") & (recorded["measure"] == "seed_component_logit")]
+    assert ref.read_seed_prior(repo / ref.SEED_PRIOR_FILE) == pytest.approx(row["value"].iloc[0])
+    assert ref.read_seed_prior(tmp_path / "absent.csv") is None  # not recorded: no prior
+    bad = tmp_path / "seed_noise.csv"
+    bad.write_text(
+        "arm,measure,value\ntenth,seed_component_logit,0.07\ndemo,seed_component_logit,-1\n"
+    )
+    with pytest.raises(ResultsError, match=r"seed_noise.csv, line 3, field value: -1.0 "):
+        ref.read_seed_prior(bad)
+    bad.write_text("arm,measure,value\ntenth,seed_component_logit,0.07\n")
+    with pytest.raises(ResultsError, match="expected one row"):
+        ref.read_seed_prior(bad)
