@@ -56,7 +56,8 @@ class Settings:
             "type": at_least(0, float),
             "help": "a prior for the training-seed SD (logit units, bootstrap.py) used where "
             "no grid point has >= 2 seeds; none by default: intervals then cover item "
-            "sampling only (the micro models measured 0.15: doit/analysis/README.md, Seed variance)",
+            "sampling only (the micro models measured 0.091 on the demo's recipe: "
+            "doit/analysis/README.md, Seed variance)",
         },
     )
     formulation: str = field(
