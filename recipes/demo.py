@@ -168,7 +168,8 @@ def demo(a) -> int:
     out = a.study / "analysis"
     prior = seed_prior()
     stamp = fingerprint(a.study)
-    asked = {"budget": a.budget, "replicates": a.replicates, "seed_sd": prior}
+    seeds = None if prior is None else list(prior)  # as summary.json keeps it
+    asked = {"budget": a.budget, "replicates": a.replicates, "seed_prior": seeds}
     lines = reuse_summary(out, stamp, asked)
     if lines is None:
         lines = analyse(a, grid, clock, log, out, prior)
@@ -180,17 +181,19 @@ def demo(a) -> int:
     return 0
 
 
-def seed_prior() -> float | None:
-    """The training-seed SD (logit) every interval of the demo includes as a prior: one seed
-    cannot estimate it, so it is the one the recorded seed-noise study measured on the demo's
-    recipe (`reference.SEED_PRIOR_FILE`); None (intervals over items only, said) without it."""
+def seed_prior():
+    """The training-seed draws every interval of the demo includes (`reference.SeedPrior`: the
+    seed SD and its correlation across abilities): one seed cannot estimate them, so they are
+    what the recorded seed-noise study measured on the demo's recipe
+    (`reference.SEED_PRIOR_FILE`); None (intervals over items only, said) without it."""
     from doit.analysis import reference
 
     return reference.read_seed_prior(REPO / reference.SEED_PRIOR_FILE)
 
 
-def analyse(a, grid, clock: Clock, log: Path, out: Path, prior: float | None) -> list[str]:
-    """Steps 4 and 5, the report and the summary lines; ``prior``: the seed SD (`seed_prior`)."""
+def analyse(a, grid, clock: Clock, log: Path, out: Path, prior) -> list[str]:
+    """Steps 4 and 5, the report and the summary lines; ``prior``: the seed draws
+    (`seed_prior`)."""
     from doit.analysis import plots, reference, report, summary
     from doit.analysis.curriculum import outputs, validate
 
@@ -235,15 +238,15 @@ def curriculum_said(result) -> str:
     )
 
 
-def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int, seed_sd=None):
-    """The study's analysis on test (the rule `last`, ``seed_sd`` the seed prior), Complexity
+def run_analysis(study: Path, data: Path, out: Path, grid, replicates: int, prior=None):
+    """The study's analysis on test (the rule `last`, ``prior`` the seed draws), Complexity
     measured on the smaller base as the cells were asked (their formulation) on valid (the split
     disjoint from the sensitivities'), every table written; returns the Analysis."""
     from doit.analysis.cli import complexity_split, measure_complexity, write_tables
     from doit.analysis.pipeline import Analysis, load_truth
     from doit.analysis.settings import Settings
 
-    settings = Settings(rule="last", replicates=replicates, seed_sd=seed_sd)
+    settings = with_prior(Settings(rule="last", replicates=replicates), prior)
     complexity = measure_complexity(
         str(grid.bases[0].resolved),
         str(data),
@@ -264,10 +267,10 @@ def run_curriculum(
     budget: int,
     workers: int,
     replicates: int,
-    seed_sd=None,
+    prior=None,
 ):
     """marginal vs uniform at ``budget`` items on ``base``: fitted on valid with ``replicates``
-    bootstrap replicates and the seed prior ``seed_sd`` (the analysis's), written, the marginal
+    bootstrap replicates and the seed draws ``prior`` (the analysis's), written, the marginal
     mix trained (uniform reuses the grid's cell), both compared on test."""
     from dataclasses import replace
 
@@ -275,7 +278,7 @@ def run_curriculum(
     from doit.analysis.curriculum import validate
     from doit.analysis.curriculum.options import SETTINGS
 
-    settings = replace(SETTINGS, replicates=replicates, seed_sd=seed_sd)
+    settings = with_prior(replace(SETTINGS, replicates=replicates), prior)
     options = cur.Options(
         budget=budget,
         policies=("marginal",),
@@ -289,6 +292,13 @@ def run_curriculum(
     tables = validate.run(result, out, seeds=SEEDS, max_parallel=workers, threads=1)
     cur.outputs.write_report(result, out, validate.blocks(tables))
     return result, tables
+
+
+def with_prior(settings, prior):
+    """``settings`` with the seed prior's SD and correlation (unchanged without one)."""
+    from dataclasses import replace
+
+    return settings if prior is None else replace(settings, seed_sd=prior.sd, seed_corr=prior.corr)
 
 
 def fingerprint(study: Path) -> str:

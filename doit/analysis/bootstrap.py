@@ -13,9 +13,11 @@ items). Each replicate
    without one are clusters of one, and a table without clusters is drawn as before), then
 2. gives every trained cell a training-seed effect: its replicate score moves by a draw of
    the ability's seed component on the logit scale (below), the same standard-normal draw for
-   a cell's every ability (an untuned base, n = 0, has no training seed and no draw). A point
-   with s seeds pools its s cells, so it gets the mean of s draws; a paired difference of two
-   cells gets both cells' draws. Seeds are not resampled (two seeds resampled with
+   a cell's every ability (``seed_corr`` below 1: that draw mixed with one of the ability's
+   own at that correlation; micro runs measured about 0.05, doit/analysis/README.md); an
+   untuned base, n = 0, has no training seed and no draw. A point with s seeds pools its s
+   cells, so it gets the mean of s draws; a paired difference of two cells gets both cells'
+   draws. Seeds are not resampled (two seeds resampled with
    replacement halve their variance).
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
@@ -49,6 +51,7 @@ the bias-corrected percentile bootstrap interval (``interval``, ``intervals`` ov
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -215,6 +218,7 @@ class Counts:
     m: np.ndarray
     method: str
     seed_components: tuple[SeedComponent, ...] = ()
+    seed_corr: float = 1.0  # the seed effects' correlation across a training's abilities
 
     @property
     def replicates(self) -> int:
@@ -229,6 +233,8 @@ class Counts:
             return ITEMS
         common = max(set(said.values()), key=list(said.values()).count)
         others = [f"{ability}: {what}" for ability, what in said.items() if what != common]
+        if self.seed_corr < 1 and any(np.any(c.reps) for c in self.seed_components):
+            others.append(f"seed effects correlated {self.seed_corr:g} across abilities")
         return common + (f" ({'; '.join(others)})" if others else "")
 
     @property
@@ -335,9 +341,11 @@ def bootstrap_counts(
     seed: int = 0,
     splits: tuple[str, ...] = ("test",),
     seed_sd: float | None = None,
+    seed_corr: float = 1.0,
 ) -> Counts:
     """The replicate counts of ``selected``'s points (module docstring); ``seed_sd``: the seed
-    component's prior (item-logit SD) for abilities without a point of >= 2 seeds."""
+    component's prior (item-logit SD) for abilities without a point of >= 2 seeds;
+    ``seed_corr``: the correlation of a training's seed draws across its abilities."""
     rng = np.random.default_rng(seed)
     splits = (splits,) if isinstance(splits, str) else tuple(splits)
     rows = selected[selected["split"].isin(splits) & selected["n_items"].notna()].copy()
@@ -355,7 +363,7 @@ def bootstrap_counts(
         rows = rows[rows["score"].notna()]
     rows = _pool_splits(rows)
     rows["point"] = _point_ids(rows)
-    effects = _CellDraws(_trainings(rows), replicates, np.random.default_rng([seed, SEED_STREAM]))
+    effects = _CellDraws(_trainings(rows), replicates, [seed, SEED_STREAM], seed_corr)
     parts, kk, mm, components = [], [], [], []
     for ability, block in rows.groupby("ability", sort=True):
         block = block.sort_values(["point", "seed", "cell"], ignore_index=True)
@@ -367,7 +375,7 @@ def bootstrap_counts(
             k_cell, m_cell, k0, m0 = _binomial(block, replicates, rng)
             moments = _binomial_moments(_seed_groups(block), k0, m0)
         component = seed_component(ability, moments, seed_sd, effects.rng, replicates)
-        z = effects.of(_trainings(block))
+        z = effects.of(_trainings(block), ability)
         shift = component.reps[:, None] * z
         pts, k, m = _pool_seeds(block, _moved(k_cell, m_cell, shift), m_cell, k0, m0)
         parts.append(pts)
@@ -378,7 +386,7 @@ def bootstrap_counts(
         raise ValueError(f"no scored {' or '.join(map(repr, splits))} rows to analyse")
     points = pd.concat(parts, ignore_index=True)
     method = PAIRED if paired else method
-    return Counts(points, np.hstack(kk), np.hstack(mm), method, tuple(components))
+    return Counts(points, np.hstack(kk), np.hstack(mm), method, tuple(components), seed_corr)
 
 
 def _trainings(rows: pd.DataFrame) -> pd.Series:
@@ -389,19 +397,28 @@ def _trainings(rows: pd.DataFrame) -> pd.Series:
 
 
 class _CellDraws:
-    """One standard-normal seed draw per (replicate, training), shared by its abilities; 0
-    for rows without a training (``_trainings``)."""
+    """One standard-normal seed draw per (replicate, training), shared by its abilities at
+    correlation ``corr`` (1: the same draw for all; below 1, sqrt(corr) of it plus sqrt(1 -
+    corr) of a draw of the ability's own, from a stream per ability); 0 for rows without a
+    training (``_trainings``)."""
 
-    def __init__(self, trainings: pd.Series, replicates: int, rng: np.random.Generator):
+    def __init__(self, trainings: pd.Series, replicates: int, stream: list, corr: float = 1.0):
         names = sorted(trainings.dropna().unique())
-        self.rng = rng
+        self.rng, self.stream, self.corr = np.random.default_rng(stream), stream, corr
         self.column = {name: j for j, name in enumerate(names)}
-        self.z = np.hstack(
-            [rng.standard_normal((replicates, len(names))), np.zeros((replicates, 1))]
-        )
+        self.z = self._padded(self.rng.standard_normal((replicates, len(names))))
 
-    def of(self, trainings: pd.Series) -> np.ndarray:
-        return self.z[:, [self.column.get(t, -1) for t in trainings]]
+    @staticmethod
+    def _padded(z: np.ndarray) -> np.ndarray:
+        return np.hstack([z, np.zeros((len(z), 1))])
+
+    def of(self, trainings: pd.Series, ability: str) -> np.ndarray:
+        columns = [self.column.get(t, -1) for t in trainings]
+        if self.corr >= 1:
+            return self.z[:, columns]
+        own_rng = np.random.default_rng([*self.stream, zlib.crc32(ability.encode())])
+        own = self._padded(own_rng.standard_normal(self.z[:, :-1].shape))
+        return np.sqrt(self.corr) * self.z[:, columns] + np.sqrt(1 - self.corr) * own[:, columns]
 
 
 def seed_component(

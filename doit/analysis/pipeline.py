@@ -92,7 +92,7 @@ class Analysis:
     def counts(self):
         s = self.settings
         return bootstrap_counts(
-            self.selected, self.items, s.replicates, s.seed, (s.split,), s.seed_sd
+            self.selected, self.items, s.replicates, s.seed, (s.split,), s.seed_sd, s.seed_corr
         )
 
     @cached_property

@@ -25,6 +25,7 @@ module computes what `studies/micro_reference/README.md` reports:
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -361,17 +362,26 @@ def read_reference(folder) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     return classes, restricted
 
 
-# The training-seed SD a one-seed micro study borrows (`Settings.seed_sd`): the seed component the
-# recorded seed-noise study measured on the demo's own recipe and install (its `demo` arm,
-# vanilla_s, n = 16-256, 3 seeds, on the logit of a point's score).
+# What a one-seed micro study borrows for its seed draws (`Settings.seed_sd`, `.seed_corr`), as
+# the recorded seed-noise study measured it on the demo's own recipe and install: the seed
+# component of its `demo` arm (vanilla_s, n = 16-256, 3 seeds, on the logit of a point's score)
+# and the component's correlation across abilities over all its runs.
 SEED_PRIOR_FILE = "studies/seed_noise_micro/seed_noise.csv"
-SEED_PRIOR_ROW = {"arm": "demo", "measure": "seed_component_logit"}
+SEED_PRIOR_ROWS = {
+    "sd": {"arm": "demo", "measure": "seed_component_logit"},
+    "corr": {"arm": "demo+tenth+zero", "measure": "seed_component_corr"},
+}
 
 
-def read_seed_prior(path) -> float | None:
-    """The seed SD (logit) recorded in ``path`` (``SEED_PRIOR_ROW``'s ``value``), or None where
-    the file is missing (not recorded); a ResultsError naming the file, line and field when it
-    holds no such row or no value >= 0."""
+class SeedPrior(NamedTuple):
+    sd: float  # the seed component's SD (logit), `Settings.seed_sd`
+    corr: float  # its correlation across a training's abilities, clipped to 0-1
+
+
+def read_seed_prior(path) -> SeedPrior | None:
+    """The seed prior recorded in ``path`` (``SEED_PRIOR_ROWS``' ``value``s), or None where the
+    file is missing (not recorded); a ResultsError naming the file, line and field when a row is
+    missing or its value is not a number (an SD below 0)."""
     from pathlib import Path
 
     from doit.grid.results import ResultsError
@@ -380,15 +390,17 @@ def read_seed_prior(path) -> float | None:
     if not path.is_file():
         return None
     table = pd.read_csv(path)
-    mine = np.ones(len(table), bool)
-    for key, value in SEED_PRIOR_ROW.items():
-        if key not in table.columns:
-            raise ResultsError(f"{path}: no {key} column")
-        mine &= (table[key] == value).to_numpy()
-    if mine.sum() != 1 or "value" not in table.columns:
-        raise ResultsError(f"{path}: expected one row {SEED_PRIOR_ROW} with a value column")
-    line = int(np.flatnonzero(mine)[0]) + 2  # the header is line 1
-    value = pd.to_numeric(table.loc[mine, "value"], errors="coerce").iloc[0]
-    if not value >= 0:  # NaN too
-        raise ResultsError(f"{path}, line {line}, field value: {value} (a seed SD >= 0)")
-    return float(value)
+    values = {}
+    for name, row in SEED_PRIOR_ROWS.items():
+        mine = np.ones(len(table), bool)
+        for key, value in row.items():
+            if key not in table.columns:
+                raise ResultsError(f"{path}: no {key} column")
+            mine &= (table[key] == value).to_numpy()
+        if mine.sum() != 1 or "value" not in table.columns:
+            raise ResultsError(f"{path}: expected one row {row} with a value column")
+        line = int(np.flatnonzero(mine)[0]) + 2  # the header is line 1
+        values[name] = pd.to_numeric(table.loc[mine, "value"], errors="coerce").iloc[0]
+        if not (values[name] >= 0 if name == "sd" else np.isfinite(values[name])):
+            raise ResultsError(f"{path}, line {line}, field value: {values[name]} ({name})")
+    return SeedPrior(float(values["sd"]), float(np.clip(values["corr"], 0.0, 1.0)))

@@ -60,6 +60,15 @@ class Settings:
             "doit/analysis/README.md, Seed variance)",
         },
     )
+    seed_corr: float = field(
+        default=1.0,
+        metadata={
+            "type": float,
+            "help": "the correlation (0-1) of one training's seed effects across its abilities: "
+            "1 (default), one draw moves them all (conservative for a macro); the micro runs "
+            "measured about 0.05 (doit/analysis/README.md, Seed variance)",
+        },
+    )
     formulation: str = field(
         default=MAX,
         metadata={
@@ -107,6 +116,8 @@ class Settings:
             )
         if self.seed_sd is not None and not self.seed_sd >= 0:
             raise ValueError(f"settings: seed_sd {self.seed_sd} (>= 0)")
+        if not 0 <= self.seed_corr <= 1:
+            raise ValueError(f"settings: seed_corr {self.seed_corr} (0-1)")
 
 
 def add_flags(parser, defaults: Settings = Settings(), why: str = "") -> None:

@@ -12,7 +12,7 @@ per n and its rise from the smallest n to the largest. Intervals resample the po
 x n, each with its seeds and items), paired across arms, 2,000 replicates, under the analysis's
 interval rule (bias-corrected percentile). Over every arm's runs together, the correlation of
 two abilities' seed effects within a run (`seed_correlation`; its interval resamples the
-(arm, n) groups). Writes DIR/seed_noise.csv (one row per arm and measure) and prints it.
+(arm, n) groups), of the runs' deviations and of the seed component alone. Writes DIR/seed_noise.csv (one row per arm and measure) and prints it.
 """
 
 from __future__ import annotations
@@ -122,51 +122,62 @@ def compare(arms: dict[str, dict], replicates: int = REPLICATES, seed: int = 0) 
     return pd.DataFrame(rows)
 
 
-def run_residuals(outcome: dict) -> pd.DataFrame:
-    """A row per (n, seed) run and a column per ability: the run's score minus the mean of its
-    n's seeds (points), over the abilities every run scored."""
-    scores = pd.Series(
-        {(a, n, s): 100 * y[s].mean() for (a, n), y in outcome.items() for s in range(len(y))}
-    )
-    wide = scores.unstack(0).dropna(axis=1)
-    return wide - wide.groupby(level=0).transform("mean")
+def run_groups(outcome: dict) -> list[tuple[pd.DataFrame, float]]:
+    """Per n: a row per seed's run and a column per ability, the run's score minus the mean of
+    its n's seeds (points), and the item-outcome part of those residuals' sum of squares,
+    sum over abilities of (s - 1) W (W = sum_i var_i / m^2, the items' flips over seeds)."""
+    out = []
+    for n in sorted({n for _, n in outcome}):
+        ys = {a: y for (a, m), y in outcome.items() if m == n}
+        wide = pd.DataFrame({a: 100 * y.mean(1) for a, y in ys.items()})
+        flips = sum(
+            (len(y) - 1) * 1e4 * y.var(0, ddof=1).sum() / y.shape[1] ** 2 for y in ys.values()
+        )
+        out.append((wide - wide.mean(), flips))
+    return out
 
 
 def seed_correlation(arms: dict[str, dict], replicates: int = REPLICATES, seed: int = 0):
-    """The correlation of training-seed effects across abilities within a run, over every
-    arm's runs: rho = (V_macro / (V_ability / K) - 1) / (K - 1), V_macro the variance of the
-    runs' macro residual, V_ability the mean per-ability residual variance, K abilities (rho 0:
-    independent, the macro's seed variance K times smaller than one ability's; 1: one shared
-    effect, as `doit.analysis.bootstrap` draws it). Interval: the (arm, n) groups resampled."""
-    groups = [g for a in arms.values() for _, g in run_residuals(a).groupby(level=0)]
-    k = groups[0].shape[1]
+    """Two rows: the correlation of two abilities' deviations within a run (their seeds' mean
+    removed), over every arm's runs, ``seed_corr_across_abilities`` = C / ((K - 1) S), and the
+    same for the seed component alone, ``seed_component_corr`` = C / ((K - 1) (S - F)): C the
+    runs' cross-products of different abilities' residuals, S their sums of squares, F the
+    item-outcome part of S (independent flips, which add to S and not to C), K abilities. 0:
+    independent (a macro's seed variance K times below one ability's); 1: one shared effect, as
+    `doit.analysis.bootstrap` draws it by default (``seed_corr``). Intervals: the (arm, n)
+    groups resampled."""
+    groups = [g for a in arms.values() for g in run_groups(a)]
+    k = groups[0][0].shape[1]
 
-    def rho(gs) -> float:
-        r = pd.concat(gs)
-        ratio = (r.mean(axis=1) ** 2).sum() / ((r**2).to_numpy().sum() / k / k)
-        return (ratio - 1) / (k - 1)
+    def rho(gs) -> tuple[float, float]:
+        r = pd.concat([g for g, _ in gs]).to_numpy()
+        squares, flips = (r**2).sum(), sum(f for _, f in gs)
+        cross = (r.sum(1) ** 2).sum() - squares
+        return cross / ((k - 1) * squares), cross / ((k - 1) * (squares - flips))
 
     rng = np.random.default_rng(seed)
-    reps = np.array(
-        [
-            rho([groups[i] for i in rng.integers(0, len(groups), len(groups))])
-            for _ in range(replicates)
-        ]
-    )
-    value = rho(groups)
-    lo, hi = interval(value, reps)
-    return {
-        "arm": "+".join(arms),
-        "measure": "seed_corr_across_abilities",
-        "value": value,
-        "lo": lo,
-        "hi": hi,
-        "diff": np.nan,
-        "diff_lo": np.nan,
-        "diff_hi": np.nan,
-        "points": len(groups),
-        "resamples": f"(arm, n) groups of runs ({replicates})",
-    }
+    draws = [rng.integers(0, len(groups), len(groups)) for _ in range(replicates)]
+    reps = np.array([rho([groups[i] for i in d]) for d in draws])
+    rows = []
+    for j, (measure, value) in enumerate(
+        zip(("seed_corr_across_abilities", "seed_component_corr"), rho(groups))
+    ):
+        lo, hi = interval(value, reps[:, j])
+        rows.append(
+            {
+                "arm": "+".join(arms),
+                "measure": measure,
+                "value": value,
+                "lo": lo,
+                "hi": hi,
+                "diff": np.nan,
+                "diff_lo": np.nan,
+                "diff_hi": np.nan,
+                "points": len(groups),
+                "resamples": f"(arm, n) groups of runs ({replicates})",
+            }
+        )
+    return rows
 
 
 def main(argv=None) -> None:
@@ -182,7 +193,7 @@ def main(argv=None) -> None:
         name, path = spec.split("=", 1)
         arms[name] = load(Path(path), args.base)
     df = compare(arms)
-    df = pd.concat([df, pd.DataFrame([seed_correlation(arms)])], ignore_index=True)
+    df = pd.concat([df, pd.DataFrame(seed_correlation(arms))], ignore_index=True)
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.out / "seed_noise.csv") as tmp:
         df.round(4).to_csv(tmp, index=False)

@@ -404,3 +404,31 @@ def test_a_target_beyond_the_largest_base_is_extrapolated_with_the_held_out_erro
     # flat abilities are not floored by rule (#32): their small-n values compete like any other
     assert sum(alloc.counts.values()) == 100 and min(alloc.counts.values()) > 1
     assert not any("resistant" in n for n in alloc.notes)
+
+
+def test_a_trained_arms_seed_draws_follow_the_seed_correlation():
+    """`crossfit.arm_noise`: one run's seed draw moves its abilities together at seed_corr 1 and
+    (nearly) independently at 0, each ability by the same spread either way."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from doit.analysis.curriculum import crossfit
+
+    abilities = ("biology", "history", "code")
+    table = pd.DataFrame({"ability": abilities, "seed_sd": [0.5, 0.5, 0.5]})
+    draws = {}
+    for corr in (1.0, 0.0):
+        counts = SimpleNamespace(seed_table=table, seed_corr=corr)
+        ev = SimpleNamespace(
+            analysis=SimpleNamespace(counts=counts),
+            abilities=abilities,
+            heldout={},
+            model=SimpleNamespace(grid_max=256),
+        )
+        point = np.full(3, 50.0)
+        draws[corr] = crossfit.arm_noise(ev, dict.fromkeys(abilities, 64), point, 4000, 1)
+    shared, apart = (np.corrcoef(draws[c].T)[np.triu_indices(3, 1)] for c in (1.0, 0.0))
+    assert np.all(shared > 0.99) and np.all(np.abs(apart) < 0.1), (shared, apart)
+    ratio = draws[0.0].std(0) / draws[1.0].std(0)
+    assert np.all((ratio > 0.9) & (ratio < 1.1)), ratio

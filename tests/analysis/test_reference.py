@@ -175,16 +175,21 @@ def test_the_seed_prior_is_read_from_the_recorded_study_and_a_bad_row_is_located
     from doit.grid.results import ResultsError
 
     repo = Path(__file__).resolve().parents[2]
-    recorded = pd.read_csv(repo / ref.SEED_PRIOR_FILE)
-    row = recorded[(recorded["arm"] == "demo") & (recorded["measure"] == "seed_component_logit")]
-    assert ref.read_seed_prior(repo / ref.SEED_PRIOR_FILE) == pytest.approx(row["value"].iloc[0])
+    recorded = pd.read_csv(repo / ref.SEED_PRIOR_FILE).set_index(["arm", "measure"])["value"]
+    prior = ref.read_seed_prior(repo / ref.SEED_PRIOR_FILE)
+    assert prior.sd == pytest.approx(recorded[("demo", "seed_component_logit")])
+    assert prior.corr == pytest.approx(
+        np.clip(recorded[("demo+tenth+zero", "seed_component_corr")], 0, 1)
+    )
+    assert 0 <= prior.corr <= 1
     assert ref.read_seed_prior(tmp_path / "absent.csv") is None  # not recorded: no prior
     bad = tmp_path / "seed_noise.csv"
-    bad.write_text(
-        "arm,measure,value\ntenth,seed_component_logit,0.07\ndemo,seed_component_logit,-1\n"
-    )
-    with pytest.raises(ResultsError, match=r"seed_noise.csv, line 3, field value: -1.0 "):
-        ref.read_seed_prior(bad)
-    bad.write_text("arm,measure,value\ntenth,seed_component_logit,0.07\n")
+    corr = "demo+tenth+zero,seed_component_corr,-0.2\n"  # a negative estimate: clipped to 0
+    bad.write_text(f"arm,measure,value\ndemo,seed_component_logit,0.07\n{corr}")
+    assert ref.read_seed_prior(bad) == (0.07, 0.0)
+    bad.write_text(f"arm,measure,value\ntenth,seed_component_logit,0.07\n{corr}")
     with pytest.raises(ResultsError, match="expected one row"):
+        ref.read_seed_prior(bad)
+    bad.write_text(f"arm,measure,value\n{corr}demo,seed_component_logit,-1\n")
+    with pytest.raises(ResultsError, match=r"seed_noise.csv, line 3, field value: -1.0 \(sd\)"):
         ref.read_seed_prior(bad)

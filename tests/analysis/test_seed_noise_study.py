@@ -33,9 +33,27 @@ def _arm(rng, shared: float, abilities=10, ns=(16, 64, 256), seeds=4, items=2000
     return out
 
 
+def _rows(compare, arms) -> dict:
+    return {r["measure"]: r for r in compare.seed_correlation(arms, replicates=200)}
+
+
 def test_seed_correlation_tells_a_shared_seed_effect_from_independent_ones():
     compare, rng = _compare(), np.random.default_rng(0)
-    shared = compare.seed_correlation({"x": _arm(rng, 1.0), "y": _arm(rng, 1.0)}, replicates=200)
-    apart = compare.seed_correlation({"x": _arm(rng, 0.0), "y": _arm(rng, 0.0)}, replicates=200)
-    assert shared["value"] > 0.6 and shared["lo"] > 0.3
-    assert abs(apart["value"]) < 0.2 and apart["lo"] < 0 < apart["hi"] + 0.05
+    shared = _rows(compare, {"x": _arm(rng, 1.0), "y": _arm(rng, 1.0)})
+    apart = _rows(compare, {"x": _arm(rng, 0.0), "y": _arm(rng, 0.0)})
+    for measure in ("seed_corr_across_abilities", "seed_component_corr"):
+        assert shared[measure]["value"] > 0.6 and shared[measure]["lo"] > 0.3
+        assert abs(apart[measure]["value"]) < 0.2
+        assert apart[measure]["lo"] < 0.05 and apart[measure]["hi"] > -0.05
+
+
+def test_the_seed_components_correlation_is_net_of_the_items_flips():
+    """On few items a shared seed effect's runs correlate well below 1 (their item flips are
+    independent); the component's correlation takes the flips out and is near 1 again."""
+    compare, rng = _compare(), np.random.default_rng(1)
+    few = _rows(compare, {"x": _arm(rng, 1.0, items=100), "y": _arm(rng, 1.0, items=100)})
+    runs, component = few["seed_corr_across_abilities"], few["seed_component_corr"]
+    assert component["value"] > 0.85 and component["value"] - runs["value"] > 0.1, (
+        runs["value"],
+        component["value"],
+    )

@@ -248,3 +248,36 @@ def test_the_seed_sd_flag_is_every_commands_and_refuses_a_negative(one_seed_stud
         cli.main(["fit", str(one_seed_study), "--out", str(tmp_path / "x"), "--seed-sd", "-1"])
     assert refused.value.code == 2
     assert not (tmp_path / "x").exists()
+
+
+def test_seed_effects_correlated_below_one_narrow_a_macro_and_leave_each_ability(
+    one_seed_study,
+):
+    """``seed_corr``: 1 moves every ability of a cell with one draw; 0 gives each its own, so a
+    macro over K abilities carries about 1/K of the seed variance (here K = 2), and each ability the same."""
+    runs = {
+        c: Analysis(
+            str(one_seed_study),
+            settings.Settings(rule="last", replicates=400, seed_sd=1.0, seed_corr=c),
+        ).counts
+        for c in (1.0, 0.0)
+    }
+    pts = runs[1.0].points
+    top = pts[pts["n_per_ability"] == pts["n_per_ability"].max()]
+    base = top["base"].iloc[0]
+    abilities = sorted(top.loc[top["base"] == base, "ability"].unique())
+    assert len(abilities) >= 2
+    sd = {}
+    for c, counts in runs.items():
+        cols = [
+            counts.column(a, base=base, n_per_ability=top["n_per_ability"].max()) for a in abilities
+        ]
+        reps = np.column_stack([counts.scores(i).reps for i in cols])
+        sd[c] = (reps.std(0, ddof=1), reps.mean(1).std(ddof=1))
+    each = sd[0.0][0] / sd[1.0][0]
+    assert np.all((each > 0.8) & (each < 1.25)), each  # one ability: the same seed variance
+    assert sd[0.0][1] < 0.85 * sd[1.0][1], (sd[0.0][1], sd[1.0][1])  # the macro: less of it
+    assert "seed effects correlated 0 across abilities" in runs[0.0].resamples
+    assert "correlated" not in runs[1.0].resamples
+    with pytest.raises(ValueError, match="seed_corr 1.5"):
+        settings.Settings(seed_corr=1.5)

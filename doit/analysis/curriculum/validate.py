@@ -203,14 +203,20 @@ def compare(
         raise CurriculumError(f"{study}: no finished policy cell to compare (doit grid status)")
     reps, seed = replicates or s.replicates, s.seed
     valid = bootstrap_counts(
-        select_checkpoints(table, "last", ("valid",)), items, reps, seed, ("valid",), s.seed_sd
+        select_checkpoints(table, "last", ("valid",)),
+        items,
+        reps,
+        seed,
+        ("valid",),
+        s.seed_sd,
+        s.seed_corr,
     )
     selected = select_checkpoints(table, "last")
     return {
         "calibration": calibration(result, valid, in_sample(result, reused)).assign(
             resamples=valid.resamples
         ),
-        "differences": differences(selected, items, reps, seed, s.seed_sd),
+        "differences": differences(selected, items, reps, seed, s.seed_sd, s.seed_corr),
         "forgetting": forgetting(result, study, reps),
     }
 
@@ -246,6 +252,7 @@ def forgetting(result: Result, study, replicates: int) -> pd.DataFrame:
         s.seed,
         ("test",),
         s.seed_sd,
+        s.seed_corr,
     )
     out = []
     for policy in sorted(staged):
@@ -327,11 +334,16 @@ def calibration(result: Result, valid, fitted: set[str] = frozenset()) -> pd.Dat
 
 
 def differences(
-    selected: pd.DataFrame, items, replicates: int, seed: int, seed_sd: float | None = None
+    selected: pd.DataFrame,
+    items,
+    replicates: int,
+    seed: int,
+    seed_sd: float | None = None,
+    seed_corr: float = 1.0,
 ) -> pd.DataFrame:
     rows, base = [], policies.baseline().name
     for split in ["test", *sorted(set(selected["split"]) - {"test", "valid"})]:
-        counts = bootstrap_counts(selected, items, replicates, seed, (split,), seed_sd)
+        counts = bootstrap_counts(selected, items, replicates, seed, (split,), seed_sd, seed_corr)
         pts = counts.points
         scored = sorted(set(pts["ability"]), key=_order)  # every ability the split scores
         for policy in sorted(set(pts["mix"]) - {base}):
