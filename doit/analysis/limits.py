@@ -39,12 +39,22 @@ def seed_notes(counts) -> list[str]:
     """What the intervals' training-seed part rests on, where it is not measured."""
     table = counts.seed_table
     prior = table[table["resamples"].str.startswith("items and a seed prior")]
+    corr = []
+    if counts.seed_corr < 1 and (table["seed_sd"].fillna(0) > 0).any():
+        corr = [
+            f"A training's seed draws are correlated {counts.seed_corr:g} across its abilities "
+            "(--seed-corr; 1 would move them all together): the seed part of a macro's "
+            "interval rests on that value."
+        ]
     if len(prior):
         return [
             f"No grid point has >= 2 training seeds for {len(prior)} of {len(table)} "
             f"abilities: their intervals rest on the seed prior --seed-sd "
-            f"{prior['seed_sd'].iloc[0]:g} (logit units), not on a measured seed variance."
+            f"{prior['seed_sd'].iloc[0]:g} (logit units), not on a measured seed variance.",
+            *corr,
         ]
+    if corr:
+        return corr
     if (table["resamples"] == ITEMS).any():
         return [
             "Intervals cover item sampling only: no grid point has >= 2 training seeds and "

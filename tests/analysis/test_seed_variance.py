@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import beta
 
-from doit.analysis import cli, settings, summary
+from doit.analysis import cli, limits, settings, summary
 from doit.analysis.bootstrap import ITEMS, SEEDS, Z, bootstrap_counts, prior_phrase
 from doit.analysis.fits import fit_grid
 from doit.analysis.pipeline import Analysis
@@ -279,5 +279,7 @@ def test_seed_effects_correlated_below_one_narrow_a_macro_and_leave_each_ability
     assert sd[0.0][1] < 0.85 * sd[1.0][1], (sd[0.0][1], sd[1.0][1])  # the macro: less of it
     assert "seed effects correlated 0 across abilities" in runs[0.0].resamples
     assert "correlated" not in runs[1.0].resamples
+    assert any("correlated 0 across its abilities" in x for x in limits.seed_notes(runs[0.0]))
+    assert not any("correlated" in x for x in limits.seed_notes(runs[1.0]))
     with pytest.raises(ValueError, match="seed_corr 1.5"):
         settings.Settings(seed_corr=1.5)
