@@ -14,11 +14,11 @@ items). Each replicate
 2. gives every trained cell a training-seed effect: its replicate score moves by a draw of
    the ability's seed component on the logit scale (below), the same standard-normal draw for
    a cell's every ability (``seed_corr`` below 1: that draw mixed with one of the ability's
-   own at that correlation; micro runs measured about 0.05, doit/analysis/README.md); an
-   untuned base, n = 0, has no training seed and no draw. A point with s seeds pools its s
-   cells, so it gets the mean of s draws; a paired difference of two cells gets both cells'
-   draws. Seeds are not resampled (two seeds resampled with
-   replacement halve their variance).
+   own at that correlation, `correlated`; micro runs measured about 0.05,
+   doit/analysis/README.md); an untuned base, n = 0, has no training seed and no draw. A point
+   with s seeds pools its s cells, so it gets the mean of s draws; a paired difference of two
+   cells gets both cells' draws. Seeds are not resampled (two seeds resampled with replacement
+   halve their variance).
 
 Without per-item rows each cell is redrawn as Binomial(n_items, score / 100) instead: no
 pairing, and ``Counts.method`` says so.
@@ -233,9 +233,15 @@ class Counts:
             return ITEMS
         common = max(set(said.values()), key=list(said.values()).count)
         others = [f"{ability}: {what}" for ability, what in said.items() if what != common]
-        if self.seed_corr < 1 and any(np.any(c.reps) for c in self.seed_components):
+        if self.seed_corr < 1 and self.seed_drawn:
             others.append(f"seed effects correlated {self.seed_corr:g} across abilities")
         return common + (f" ({'; '.join(others)})" if others else "")
+
+    @property
+    def seed_drawn(self) -> bool:
+        """Whether any ability's replicates move by seed draws (a seed component above 0,
+        estimated or the prior)."""
+        return any(np.any(c.reps) for c in self.seed_components)
 
     @property
     def seed_table(self) -> pd.DataFrame:
@@ -418,7 +424,14 @@ class _CellDraws:
             return self.z[:, columns]
         own_rng = np.random.default_rng([*self.stream, zlib.crc32(ability.encode())])
         own = self._padded(own_rng.standard_normal(self.z[:, :-1].shape))
-        return np.sqrt(self.corr) * self.z[:, columns] + np.sqrt(1 - self.corr) * own[:, columns]
+        return correlated(self.z[:, columns], own[:, columns], self.corr)
+
+
+def correlated(shared: np.ndarray, own: np.ndarray, corr: float) -> np.ndarray:
+    """Standard-normal seed draws correlated ``corr`` across abilities: sqrt(corr) of a
+    training's shared draw plus sqrt(1 - corr) of each ability's own (the one rule for the
+    bootstrap's cells and the curriculum's trained arms)."""
+    return np.sqrt(corr) * shared + np.sqrt(1 - corr) * own
 
 
 def seed_component(

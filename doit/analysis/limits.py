@@ -40,7 +40,7 @@ def seed_notes(counts) -> list[str]:
     table = counts.seed_table
     prior = table[table["resamples"].str.startswith("items and a seed prior")]
     corr = []
-    if counts.seed_corr < 1 and (table["seed_sd"].fillna(0) > 0).any():
+    if counts.seed_corr < 1 and counts.seed_drawn:
         corr = [
             f"A training's seed draws are correlated {counts.seed_corr:g} across its abilities "
             "(--seed-corr; 1 would move them all together): the seed part of a macro's "

@@ -12,7 +12,8 @@ per n and its rise from the smallest n to the largest. Intervals resample the po
 x n, each with its seeds and items), paired across arms, 2,000 replicates, under the analysis's
 interval rule (bias-corrected percentile). Over every arm's runs together, the correlation of
 two abilities' seed effects within a run (`seed_correlation`; its interval resamples the
-(arm, n) groups), of the runs' deviations and of the seed component alone. Writes DIR/seed_noise.csv (one row per arm and measure) and prints it.
+(arm, n) groups), of the runs' deviations and of the seed component alone. Writes
+DIR/seed_noise.csv (one row per arm and measure) and prints it.
 """
 
 from __future__ import annotations
@@ -61,9 +62,14 @@ def point_stats(y: np.ndarray) -> dict:
     return {
         "var": y.mean(1).var(ddof=1),
         "flips": np.mean([np.mean(y[a] != y[b]) for a, b in pairs]),
-        "moments": item_moments([np.arange(len(y))], y, np.ones_like(y, bool)),
+        "moments": seed_moments(y),
         "score": 100 * y.mean(),
     }
+
+
+def seed_moments(y: np.ndarray) -> np.ndarray:
+    """One point's (seeds x items) row of `doit.stats.variance.item_moments`."""
+    return item_moments([np.arange(len(y))], y, np.ones_like(y, bool))
 
 
 def measures(stats: list[dict], ns: np.ndarray) -> dict:
@@ -125,14 +131,12 @@ def compare(arms: dict[str, dict], replicates: int = REPLICATES, seed: int = 0) 
 def run_groups(outcome: dict) -> list[tuple[pd.DataFrame, float]]:
     """Per n: a row per seed's run and a column per ability, the run's score minus the mean of
     its n's seeds (points), and the item-outcome part of those residuals' sum of squares,
-    sum over abilities of (s - 1) W (W = sum_i var_i / m^2, the items' flips over seeds)."""
+    sum over abilities of (s - 1) W (points^2; W the items' flips over seeds, `item_moments`)."""
     out = []
     for n in sorted({n for _, n in outcome}):
         ys = {a: y for (a, m), y in outcome.items() if m == n}
         wide = pd.DataFrame({a: 100 * y.mean(1) for a, y in ys.items()})
-        flips = sum(
-            (len(y) - 1) * 1e4 * y.var(0, ddof=1).sum() / y.shape[1] ** 2 for y in ys.values()
-        )
+        flips = 1e4 * sum(float(m[:, 0] @ m[:, 2]) for m in map(seed_moments, ys.values()))
         out.append((wide - wide.mean(), flips))
     return out
 

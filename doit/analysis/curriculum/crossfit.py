@@ -16,9 +16,10 @@ fresh training-seed draw for the run that would train it, and a gain the differe
 policy's and uniform's; one seed per arm): on the logit of the predicted score, the ability's
 seed component (`bootstrap.Counts.seed_table`: the estimate, or the ``--seed-sd`` prior; none
 without either, and ``resamples`` says so), one standard-normal draw per run shared by its
-abilities at the analysis's ``seed_corr``, as the bootstrap draws a cell's. A count beyond the largest observed n adds a normal
-draw with SD its ability's held-out one-step prediction error on the target
-(`doit.analysis.predict`, largest_n; the mean over abilities where it has none).
+abilities at the analysis's ``seed_corr`` (`bootstrap.correlated`), as the bootstrap draws a
+cell's. A count beyond the largest observed n adds a normal draw with SD its ability's held-out
+one-step prediction error on the target (`doit.analysis.predict`, largest_n; the mean over
+abilities where it has none).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-from doit.analysis.bootstrap import recounted
+from doit.analysis.bootstrap import correlated, recounted
 from doit.analysis.pipeline import Analysis
 from doit.analysis.study import StudyRows
 
@@ -87,9 +88,9 @@ def arm_noise(ev, counts: dict, point: np.ndarray, replicates: int, stream: int)
     p = np.clip(point / 100, 1e-6, 1 - 1e-6)
     z = rng.standard_normal((replicates, 1))
     corr = ev.analysis.counts.seed_corr
-    if corr < 1:  # the run's draw mixed with each ability's own (`bootstrap._CellDraws`)
+    if corr < 1:  # the run's draw mixed with each ability's own
         own = np.random.default_rng([NOISE_SEED, stream, 1]).standard_normal((replicates, len(sd)))
-        z = np.sqrt(corr) * z + np.sqrt(1 - corr) * own
+        z = correlated(z, own, corr)
     noise = 100 * (expit(logit(p)[None] + sd[None] * z) - p[None])
     errors = np.array([ev.heldout.get(a, np.nan) for a in ev.abilities], float)
     fill = float(np.nanmean(errors)) if np.isfinite(errors).any() else 0.0
